@@ -1,0 +1,48 @@
+"""One exception hierarchy for the whole project.
+
+Every message says what went wrong *and* what to do about it. The CLI prints these
+without a traceback and exits non-zero; anything that is not a `TradebenchError` is a
+bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class TradebenchError(Exception):
+    """Base class of every error tradebench raises on purpose."""
+
+
+class ConfigError(TradebenchError):
+    """A run spec, CLI option or model configuration is invalid."""
+
+
+class DataError(TradebenchError):
+    """Input data is malformed: missing columns, NaN prices, duplicates, bad dates."""
+
+
+class DatasetCorruptError(DataError):
+    """A dataset file on disk is unreadable, truncated or fails its checksum."""
+
+
+class LeakageError(TradebenchError):
+    """Something asked the point-in-time view for data it must not see."""
+
+
+class ProviderError(TradebenchError):
+    """A model provider failed after every retry (HTTP faults, timeouts, bad bodies)."""
+
+
+class BudgetExceeded(TradebenchError):
+    """A token or cost cap was reached; the run stopped cleanly with its state saved."""
+
+
+class CacheMiss(TradebenchError):
+    """Replay mode found no cached reply for a request."""
+
+
+class ToolError(TradebenchError):
+    """An error the *model* should see (bad tool arguments, unknown symbol).
+
+    Unlike other errors it does not fail the run: the agent loop returns its message to
+    the model as the tool result. Its text must already be masked.
+    """
