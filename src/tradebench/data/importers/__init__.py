@@ -1,0 +1,1 @@
+"""Importers that turn external layouts into tradebench datasets."""
