@@ -31,3 +31,54 @@ def shared_data() -> Path:
             "(or set TRADEBENCH_SHARED_DATA)"
         )
     return path
+
+
+@pytest.fixture(scope="session")
+def cn_dataset_dir(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The real CSI300 members, 2023-2024, with index and membership, imported once."""
+    from tradebench.data.importers.long import LongImport, import_long
+
+    out = tmp_path_factory.mktemp("cn") / "csi300"
+    import_long(
+        LongImport(
+            source=shared_data / "cn" / "csi300_members_daily_2018_2026.parquet",
+            out=out,
+            market="cn",
+            index_file=shared_data / "cn" / "csi300_index_daily.csv",
+            index_symbol="SH000300",
+            membership_file=shared_data / "universe" / "csi300_membership.csv",
+            start="2023-01-01",
+            end="2024-12-31",
+        )
+    )
+    return out
+
+
+@pytest.fixture(scope="session")
+def us_dataset_dir(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """TSLA, SPY, NVDA and AAPL 2020-2024 (adjusted-only prices), SPY as the index."""
+    from tradebench.data.importers.long import LongImport, import_long
+
+    out = tmp_path_factory.mktemp("us") / "us"
+    import_long(
+        LongImport(
+            source=shared_data / "us" / "sp500_daily_adj_2005_2025.parquet",
+            out=out,
+            market="us",
+            index_symbol="SPY",
+            symbols=("AAPL", "TSLA", "NVDA", "MSFT"),
+            start="2020-01-01",
+            end="2024-12-31",
+        )
+    )
+    return out
+
+
+@pytest.fixture(scope="session")
+def synth_dataset_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The embedded synthetic A-share market (seed 0): needs no shared data."""
+    from tradebench.data.synth import SynthConfig, synthesize
+
+    out = tmp_path_factory.mktemp("synth") / "synth"
+    synthesize(out, SynthConfig(seed=0))
+    return out

@@ -6,8 +6,12 @@ Each command group lives beside the package it drives (`data/cli.py`, `llm/cli.p
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
+from tradebench.clikit import console, exits_on_error
 from tradebench.data.cli import app as data_app
 
 app = typer.Typer(
@@ -20,6 +24,23 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
 )
 app.add_typer(data_app, name="data")
+
+
+@app.command()
+@exits_on_error
+def demo(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the demo's files.")] = Path(
+        "tradebench-demo"
+    ),
+    seed: Annotated[int, typer.Option(help="Seed of the synthetic market.")] = 0,
+) -> None:
+    """Run the offline demo on the embedded synthetic A-share market (no network, no key)."""
+    from tradebench.demo import run_demo
+
+    result = run_demo(out, seed=seed)
+    console.print(f"dataset: [bold]{result.dataset_dir}[/]")
+    for key, value in result.stats.model_dump().items():
+        console.print(f"  {key:>18}: {value:.4f}")
 
 
 if __name__ == "__main__":  # pragma: no cover
