@@ -1,0 +1,100 @@
+"""The account ledger: cash and holdings. It records fills and nothing else."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class Holding:
+    """Shares held in one symbol; `available` are sellable today (T+1)."""
+
+    shares: int
+    available: int
+
+
+@dataclass(frozen=True)
+class PositionSnapshot:
+    """One holding as an agent sees it at decision time (priced at T-1's close)."""
+
+    symbol: str
+    shares: int
+    available: int
+    close: float
+    weight: float
+
+
+@dataclass(frozen=True)
+class AccountSnapshot:
+    """The account at decision time: cash, NAV and holdings at T-1's close."""
+
+    cash: float
+    nav: float
+    positions: tuple[PositionSnapshot, ...]
+
+    def holding(self, symbol: str) -> PositionSnapshot | None:
+        """The position in `symbol`, or None when flat."""
+        return next((p for p in self.positions if p.symbol == symbol), None)
+
+
+class Account:
+    """Cash plus holdings. Cash never goes negative: the broker checks before filling."""
+
+    def __init__(self, cash: float):
+        self.cash = float(cash)
+        self.holdings: dict[str, Holding] = {}
+
+    def unlock(self) -> None:
+        """Start of a trading day: everything bought before today becomes sellable."""
+        for h in self.holdings.values():
+            h.available = h.shares
+
+    def shares(self, symbol: str) -> int:
+        """Shares held in `symbol` (0 when flat)."""
+        h = self.holdings.get(symbol)
+        return h.shares if h else 0
+
+    def available(self, symbol: str) -> int:
+        """Shares of `symbol` sellable today."""
+        h = self.holdings.get(symbol)
+        return h.available if h else 0
+
+    def record_buy(
+        self, symbol: str, qty: int, price: float, cost: float, t_plus_one: bool
+    ) -> None:
+        """Book a buy fill: cash out, shares in (locked until tomorrow under T+1)."""
+        self.cash -= qty * price + cost
+        h = self.holdings.setdefault(symbol, Holding(0, 0))
+        h.shares += qty
+        if not t_plus_one:
+            h.available += qty
+
+    def record_sell(self, symbol: str, qty: int, price: float, cost: float) -> None:
+        """Book a sell fill: shares out, cash in; a closed position disappears."""
+        self.cash += qty * price - cost
+        h = self.holdings[symbol]
+        h.shares -= qty
+        h.available -= qty
+        if h.shares == 0:
+            del self.holdings[symbol]
+
+    def nav(self, close: np.ndarray, column: dict[str, int]) -> float:
+        """Cash plus holdings marked at `close` (a row of raw closes by column)."""
+        return self.cash + sum(h.shares * float(close[column[s]]) for s, h in self.holdings.items())
+
+    def snapshot(self, close: np.ndarray, column: dict[str, int]) -> AccountSnapshot:
+        """Freeze the account for an agent, priced at `close` (T-1's raw closes)."""
+        nav = self.nav(close, column)
+        positions = tuple(
+            PositionSnapshot(
+                symbol=s,
+                shares=h.shares,
+                available=h.available,
+                close=float(close[column[s]]),
+                weight=h.shares * float(close[column[s]]) / nav if nav > 0 else 0.0,
+            )
+            for s, h in sorted(self.holdings.items())
+        )
+        return AccountSnapshot(cash=self.cash, nav=nav, positions=positions)

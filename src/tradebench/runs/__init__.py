@@ -1,0 +1,1 @@
+"""Run specs, episode execution, the results store and resume."""
