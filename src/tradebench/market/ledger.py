@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -15,9 +16,11 @@ class Holding:
     available: int
 
 
-@dataclass(frozen=True)
-class PositionSnapshot:
-    """One holding as an agent sees it at decision time (priced at T-1's close)."""
+class PositionSnapshot(NamedTuple):
+    """One holding as an agent sees it at decision time (priced at T-1's close).
+
+    A NamedTuple: immutable and cheap, since every step builds one per holding.
+    """
 
     symbol: str
     shares: int
@@ -80,21 +83,29 @@ class Account:
         if h.shares == 0:
             del self.holdings[symbol]
 
+    def marks(
+        self, close: np.ndarray, column: dict[str, int]
+    ) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """Held symbols (sorted), their share counts and their prices from `close`."""
+        symbols = sorted(self.holdings)
+        cols = np.fromiter((column[s] for s in symbols), dtype=np.int64, count=len(symbols))
+        shares = np.fromiter(
+            (self.holdings[s].shares for s in symbols), dtype=np.float64, count=len(symbols)
+        )
+        return symbols, shares, close[cols]
+
     def nav(self, close: np.ndarray, column: dict[str, int]) -> float:
         """Cash plus holdings marked at `close` (a row of raw closes by column)."""
-        return self.cash + sum(h.shares * float(close[column[s]]) for s, h in self.holdings.items())
+        _, shares, prices = self.marks(close, column)
+        return self.cash + float(shares @ prices)
 
     def snapshot(self, close: np.ndarray, column: dict[str, int]) -> AccountSnapshot:
         """Freeze the account for an agent, priced at `close` (T-1's raw closes)."""
-        nav = self.nav(close, column)
+        symbols, shares, prices = self.marks(close, column)
+        nav = self.cash + float(shares @ prices)
+        weights = (shares * prices / nav if nav > 0 else np.zeros_like(prices)).tolist()
         positions = tuple(
-            PositionSnapshot(
-                symbol=s,
-                shares=h.shares,
-                available=h.available,
-                close=float(close[column[s]]),
-                weight=h.shares * float(close[column[s]]) / nav if nav > 0 else 0.0,
-            )
-            for s, h in sorted(self.holdings.items())
+            PositionSnapshot(s, self.holdings[s].shares, self.holdings[s].available, p, w)
+            for s, p, w in zip(symbols, prices.tolist(), weights, strict=True)
         )
         return AccountSnapshot(cash=self.cash, nav=nav, positions=positions)

@@ -195,12 +195,13 @@ def _step_row(
 def _position_rows(
     day: pd.Timestamp, account: Account, close: np.ndarray, column: dict[str, int]
 ) -> list[list]:
-    nav = account.nav(close, column)
-    rows = []
-    for symbol, h in sorted(account.holdings.items()):
-        price = float(close[column[symbol]])
-        rows.append([day, symbol, h.shares, h.available, price, h.shares * price / nav])
-    return rows
+    symbols, shares, prices = account.marks(close, column)
+    nav = account.cash + float(shares @ prices)
+    weights = (shares * prices / nav).tolist()
+    return [
+        [day, s, account.holdings[s].shares, account.holdings[s].available, p, w]
+        for s, p, w in zip(symbols, prices.tolist(), weights, strict=True)
+    ]
 
 
 def _order_row(day: pd.Timestamp, r: OrderRecord) -> list:

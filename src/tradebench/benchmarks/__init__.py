@@ -1,0 +1,1 @@
+"""Benchmarks: one sub-package per benchmark (observation builder, tools, prompts, scoring)."""

@@ -1,0 +1,122 @@
+"""Build modes, sizing, fills at the next open, option honesty, determinism."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from tradebench.benchmarks.mcq.backtest import run_backtest
+from tradebench.benchmarks.mcq.builder import BuildResult, BuildSpec, build, strategy_config
+from tradebench.benchmarks.mcq.checker import check_records
+from tradebench.benchmarks.mcq.config import Sizing
+from tradebench.benchmarks.mcq.records import dumps_record, question_id
+from tradebench.benchmarks.mcq.stats import distractor_stats
+
+
+def _value(text: str) -> float:
+    return float(text.rstrip("%").replace(",", ""))
+
+
+def test_options_are_honest(base_pool: BuildResult) -> None:
+    for r in base_pool.records:
+        texts = list(r.options.values())
+        assert len(set(texts)) == 4
+        assert r.id == question_id(r.question, r.options)
+        assert r.question.startswith("Backtest setup")
+        if r.answer_kind in ("number", "integer"):
+            answer = _value(r.options[r.answer])
+            assert answer != 0, r.template
+            values = [_value(t) for t in texts]
+            assert values == sorted(values)
+            if abs(answer) >= 30:  # small counts use +-1 steps instead of ratios
+                assert max(abs(v) for v in values) / min(abs(v) for v in values) < 1.6
+    stats = distractor_stats(base_pool.records)
+    assert 0.07 < stats.nearest_median < 0.13
+    assert min(stats.letters.values()) >= len(base_pool.records) // 8
+
+
+def test_no_question_prints_its_answer(base_pool: BuildResult) -> None:
+    for r in base_pool.records:
+        question = r.question.split("Question:")[1]
+        if r.answer_kind != "choice":
+            assert r.options[r.answer] not in question, r.template
+
+
+def test_first_buy_quotes_next_open_fill(aapl) -> None:
+    ref, bars = aapl
+    config = strategy_config(BuildSpec(data=ref, seed=42), "sma_cross")
+    log = run_backtest(bars, config)
+    first = log.fills.iloc[0]
+    fill_pos = bars.index.get_loc(first["date"])
+    assert first["price"] == bars["open"].iloc[fill_pos]
+    signal_day = bars.index[fill_pos - 1]
+    assert log.snapshots.loc[signal_day, "cross"] > 0
+
+
+def test_stake_sizing_is_honoured_and_stated(aapl) -> None:
+    ref, bars = aapl
+    result = build(BuildSpec(data=ref, sizing=Sizing(kind="stake", stake=120), seed=5), bars)
+    log = run_backtest(bars, result.records[0].config)
+    assert set(log.fills["size"]) == {120}
+    assert all("fixed 120 shares" in r.question for r in result.records)
+    skipped = {s.template for s in result.skipped}
+    assert {"max_shares", "position_on_date"} <= skipped
+    assert check_records(result.records, loader=lambda _: bars).ok
+
+
+def test_sample_and_curated_modes(aapl) -> None:
+    ref, bars = aapl
+    hard = build(
+        BuildSpec(data=ref, mode="sample", num_questions=25, difficulty="hard", seed=3), bars
+    )
+    assert len(hard.records) == 25
+    assert {r.tier for r in hard.records} == {"hard"}
+    assert len({r.id for r in hard.records}) == 25
+    curated = build(BuildSpec(data=ref, mode="curated", seed=11), bars)
+    tiers = [r.tier for r in curated.records]
+    assert tiers == ["easy"] * 10 + ["medium"] * 10 + ["hard"] * 10
+    per_strategy = np.unique([r.strategy for r in curated.records], return_counts=True)[1]
+    assert per_strategy.min() >= 4
+    assert check_records(hard.records + curated.records, loader=lambda _: bars).ok
+
+
+def test_same_seed_same_bytes_different_seed_different(aapl, base_pool: BuildResult) -> None:
+    ref, bars = aapl
+    again = build(BuildSpec(data=ref, seed=42), bars)
+    assert [dumps_record(r) for r in again.records] == [dumps_record(r) for r in base_pool.records]
+    other = build(BuildSpec(data=ref, seed=43), bars)
+    assert {r.id for r in other.records} != {r.id for r in base_pool.records}
+
+
+SCRIPT = """
+import sys
+from pathlib import Path
+from tradebench.benchmarks.mcq.builder import BuildSpec
+from tradebench.benchmarks.mcq.config import DataRef
+from tradebench.benchmarks.mcq.service import build_file
+ref = DataRef.model_validate_json(sys.argv[1])
+build_file(BuildSpec(data=ref, seed=42), Path(sys.argv[2]))
+"""
+
+
+def test_byte_identical_across_hash_seeds(make_ref, base_pool: BuildResult, tmp_path: Path) -> None:
+    ref = make_ref()
+    outs = []
+    for hash_seed in ("1", "2"):
+        out = tmp_path / f"q{hash_seed}.jsonl"
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        subprocess.run(
+            [sys.executable, "-c", SCRIPT, ref.model_dump_json(), str(out)],
+            env=env,
+            check=True,
+            timeout=300,
+        )
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]
+    in_process = "".join(dumps_record(r) + "\n" for r in base_pool.records).encode()
+    assert outs[0] == in_process
+    assert len(outs[0].splitlines()) >= 150

@@ -1,0 +1,69 @@
+"""The independent checker agrees with the builder, and it does fail on a wrong key."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from tradebench.benchmarks.mcq.builder import BuildResult
+from tradebench.benchmarks.mcq.checker import check_records
+from tradebench.benchmarks.mcq.config import DataRef
+from tradebench.benchmarks.mcq.templates import TEMPLATES
+
+
+def _loader(bars: pd.DataFrame):
+    return lambda ref: bars
+
+
+def test_checker_agrees_on_full_base_pool(base_pool: BuildResult, aapl) -> None:
+    report = check_records(base_pool.records)  # reloads the bars from the stored config
+    assert report.ok, [v for v in report.failures]
+    assert len(report.verdicts) == len(base_pool.records) >= 150
+    assert report.backtests == 5
+    built = {r.template for r in base_pool.records}
+    assert built == set(TEMPLATES)  # every template asked at least once
+    assert len(TEMPLATES) == 33
+
+
+def test_every_missing_pair_is_reported(base_pool: BuildResult) -> None:
+    asked = {(r.template, r.strategy) for r in base_pool.records}
+    skipped = {(s.template, s.strategy) for s in base_pool.skipped}
+    assert len(asked) + len(skipped) == 33 * 5
+    assert all(s.reason for s in base_pool.skipped)
+
+
+def test_checker_fails_on_a_wrong_letter(base_pool: BuildResult, aapl) -> None:
+    record = next(r for r in base_pool.records if r.template == "max_drawdown")
+    wrong = "A" if record.answer != "A" else "B"
+    bad = record.model_copy(update={"answer": wrong})
+    report = check_records([bad], loader=_loader(aapl[1]))
+    assert not report.ok
+    assert "matching the re-derived value" in report.failures[0].detail
+
+
+def test_checker_fails_on_a_shifted_option(base_pool: BuildResult, aapl) -> None:
+    record = next(r for r in base_pool.records if r.template == "commission")
+    options = dict(record.options)
+    value = float(options[record.answer].replace(",", ""))
+    options[record.answer] = f"{value + 0.02:,.2f}"  # off by two cents
+    bad = record.model_copy(update={"options": options})
+    report = check_records([bad], loader=_loader(aapl[1]))
+    assert not report.ok
+
+
+def test_checker_fails_when_config_changes(base_pool: BuildResult, aapl) -> None:
+    record = next(r for r in base_pool.records if r.template == "net_pnl")
+    cfg = record.config.model_copy(update={"commission_rate": 0.002})
+    report = check_records([record.model_copy(update={"config": cfg})], loader=_loader(aapl[1]))
+    assert not report.ok
+
+
+def test_checker_refuses_changed_bars(base_pool: BuildResult, aapl) -> None:
+    import pytest
+
+    from tradebench.benchmarks.mcq.bars import load_bars
+    from tradebench.errors import DataError
+
+    ref: DataRef = base_pool.records[0].config.data
+    moved = ref.model_copy(update={"end": ref.end.replace(month=6)})
+    with pytest.raises(DataError, match="digest"):
+        load_bars(moved)
