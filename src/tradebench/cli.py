@@ -11,8 +11,10 @@ from typing import Annotated
 
 import typer
 
+from tradebench.benchmarks.mcq.cli import app as mcq_app
 from tradebench.clikit import console, exits_on_error
 from tradebench.data.cli import app as data_app
+from tradebench.runs.cli import backtest as backtest_cmd
 
 app = typer.Typer(
     name="tradebench",
@@ -24,6 +26,8 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
 )
 app.add_typer(data_app, name="data")
+app.command("backtest")(backtest_cmd)
+app.add_typer(mcq_app, name="mcq")
 
 
 @app.command()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,7 @@ def score(result: BacktestResult) -> dict[str, Any]:
         initial_cash=result.initial_cash,
         benchmark_start=result.benchmark_start,
     )
-    return panel.model_dump(mode="json")
+    return json.loads(panel.to_json())
 
 
 def backtest_to_folder(request: BacktestRequest, progress: bool = False) -> dict[str, Any]:

@@ -40,7 +40,7 @@ def write_run(
     result.steps.to_parquet(out / "steps.parquet", index=False)
     result.positions.to_parquet(out / "positions.parquet", index=False)
     result.orders.to_parquet(out / "orders.parquet", index=False)
-    write_json(out / "metrics.json", metrics)
+    (out / "metrics.json").write_text(json.dumps(_jsonable(metrics), indent=2) + "\n")
     write_json(out / "run.json", run_info)
 
 

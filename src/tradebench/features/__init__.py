@@ -1,0 +1,1 @@
+"""Deterministic numeric features computed from a point-in-time view, vectorised."""

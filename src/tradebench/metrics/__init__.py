@@ -1,0 +1,54 @@
+"""Metrics of stored runs: the metric panel, calibration and confidence intervals.
+
+Every metric is a pure function of arrays or the engine's tables that returns a plain
+`float`, NaN when the input is too short to define it (documented per function). The
+panel turns NaN into `None` (`null` in `metrics.json`). Formulas: `docs/metrics.md`.
+"""
+
+from tradebench.metrics.behaviour import abstention_rate, annualized_turnover, cash_ratio, hhi
+from tradebench.metrics.calibration import CALIBRATION_BINS, brier, calibration_bins, ece
+from tradebench.metrics.panel import SCHEMA_VERSION, BenchmarkPanel, MetricPanel, compute_panel
+from tradebench.metrics.reliability import parse_failure_rate, tool_validity_rate
+from tradebench.metrics.returns import (
+    TRADING_DAYS_PER_YEAR,
+    ZERO_STD,
+    information_ratio,
+    max_drawdown,
+    sharpe,
+    simple_returns,
+    total_return,
+)
+from tradebench.metrics.stats import (
+    BOOTSTRAP_RESAMPLES,
+    Interval,
+    bootstrap_mean_ci,
+    wilson_interval,
+)
+
+__all__ = [
+    "BOOTSTRAP_RESAMPLES",
+    "CALIBRATION_BINS",
+    "SCHEMA_VERSION",
+    "TRADING_DAYS_PER_YEAR",
+    "ZERO_STD",
+    "BenchmarkPanel",
+    "Interval",
+    "MetricPanel",
+    "abstention_rate",
+    "annualized_turnover",
+    "bootstrap_mean_ci",
+    "brier",
+    "calibration_bins",
+    "cash_ratio",
+    "compute_panel",
+    "ece",
+    "hhi",
+    "information_ratio",
+    "max_drawdown",
+    "parse_failure_rate",
+    "sharpe",
+    "simple_returns",
+    "tool_validity_rate",
+    "total_return",
+    "wilson_interval",
+]

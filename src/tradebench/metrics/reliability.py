@@ -1,0 +1,88 @@
+"""Reliability metrics of an LLM agent: parse failures and tool-call validity.
+
+Their step columns are filled by LLM agents only; baselines leave them null. A metric
+whose columns are all null is undefined for that run and gives NaN (`None` in the panel),
+never 0, so "no failures" and "not applicable" stay distinct.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from tradebench.errors import DataError
+from tradebench.metrics._arrays import as_floats, same_length
+
+__all__ = ["parse_failure_rate", "tool_validity_rate"]
+
+
+def parse_failure_rate(parse_failures: ArrayLike) -> float:
+    """Unparseable model replies per decision step.
+
+    ::
+
+        parse_failure_rate = sum_t parse_failures_t / #{t : parse_failures_t not null}
+
+    A decision step is a step with a non-null count (the agent was asked to decide). The
+    count includes failed retries, so the rate can exceed 1 when a step needed several
+    attempts.
+
+    Args:
+        parse_failures: Per-step count of replies that could not be parsed into an
+            action; null (None, NaN, pd.NA) on steps without a model decision.
+
+    Returns:
+        The rate; NaN when every value is null (a baseline) or there are no steps.
+
+    Raises:
+        DataError: A count is negative.
+    """
+    x = as_floats(parse_failures, "parse_failures")
+    decided = ~np.isnan(x)
+    if not decided.any():
+        return float("nan")
+    if (x[decided] < 0).any():
+        raise DataError("parse_failures has negative counts; the step records are corrupt")
+    return float(x[decided].sum() / decided.sum())
+
+
+def tool_validity_rate(tool_calls: ArrayLike, tool_calls_valid: ArrayLike) -> float:
+    """Share of the run's tool calls that were valid.
+
+    ::
+
+        tool_validity_rate = sum_t tool_calls_valid_t / sum_t tool_calls_t
+
+    over steps where both counts are present. A call is valid when it names a known tool
+    and its arguments pass the tool's schema.
+
+    Args:
+        tool_calls: Per-step number of tool calls the model made (null for baselines).
+        tool_calls_valid: Per-step number of those calls that were valid.
+
+    Returns:
+        The rate in [0, 1]; NaN when there were no tool calls at all (all null, or a
+        total of 0).
+
+    Raises:
+        DataError: Lengths differ, one count is null where the other is not, a count is
+            negative, or valid calls exceed calls on some step.
+    """
+    calls = as_floats(tool_calls, "tool_calls")
+    valid = as_floats(tool_calls_valid, "tool_calls_valid")
+    same_length(calls, valid, "tool_calls and tool_calls_valid")
+    present = ~np.isnan(calls)
+    if (present != ~np.isnan(valid)).any():
+        raise DataError(
+            "tool_calls and tool_calls_valid must be null on the same steps; "
+            "the step records are inconsistent"
+        )
+    calls, valid = calls[present], valid[present]
+    if (calls < 0).any() or (valid < 0).any() or (valid > calls).any():
+        raise DataError(
+            "tool call counts must satisfy 0 <= tool_calls_valid <= tool_calls on every step"
+        )
+    total = calls.sum()
+    if total == 0:
+        return float("nan")
+    return float(valid.sum() / total)
