@@ -108,6 +108,16 @@ class MarketView:
         return self._panel.boards
 
     @property
+    def limit_threshold(self) -> np.ndarray:
+        """Engine limit threshold per column (0.095 main, 0.195 ChiNext/STAR; 0 = none)."""
+        return self._panel.limit_threshold
+
+    @property
+    def column_map(self) -> dict[str, int]:
+        """Symbol -> column of every window (static reference data)."""
+        return self._panel.column_map
+
+    @property
     def limit_pct(self) -> np.ndarray:
         """Nominal daily price limit per column (0.10 = ±10%; 0 = none)."""
         return self._panel.limit_pct

@@ -29,7 +29,7 @@ class RandomAgent:
     def __post_init__(self) -> None:
         self.rng = np.random.default_rng(self.seed)
 
-    async def decide(self, view: MarketView, account: AccountSnapshot) -> Decision:
+    async def decide(self, view: MarketView, account: AccountSnapshot, step=None) -> Decision:
         rng = self.rng
         members = view.members()
         held = [p.symbol for p in account.positions]

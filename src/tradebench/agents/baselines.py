@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tradebench.agents.protocol import AGENTS, Decision
+from tradebench.agents.protocol import AGENTS, Decision, StepInfo
 from tradebench.agents.sizing import Rounding, rebalance_orders
 from tradebench.market.ledger import AccountSnapshot
 from tradebench.market.orders import Action
@@ -30,7 +30,9 @@ class CashAgent:
 
     name: str = "cash"
 
-    async def decide(self, view: MarketView, account: AccountSnapshot) -> Decision:
+    async def decide(
+        self, view: MarketView, account: AccountSnapshot, step: StepInfo | None = None
+    ) -> Decision:
         """Always abstain."""
         return Decision(action=Action(orders=[], overall_reason="cash baseline holds cash"))
 
@@ -45,7 +47,9 @@ class EqualWeightAgent:
     rounding: Rounding = "nearest"
     name: str = "equal_weight"
 
-    async def decide(self, view: MarketView, account: AccountSnapshot) -> Decision:
+    async def decide(
+        self, view: MarketView, account: AccountSnapshot, step: StepInfo | None = None
+    ) -> Decision:
         """Target (1 - buffer) / n in each tradable member on rebalance days."""
         if not is_rebalance_day(view, account, self.every):
             return Decision(action=Action())
@@ -70,7 +74,9 @@ class MomentumTopKAgent:
     rounding: Rounding = "nearest"
     name: str = "momentum_topk"
 
-    async def decide(self, view: MarketView, account: AccountSnapshot) -> Decision:
+    async def decide(
+        self, view: MarketView, account: AccountSnapshot, step: StepInfo | None = None
+    ) -> Decision:
         """Hold the k members with the highest `lookback`-day return (ties by symbol)."""
         if not is_rebalance_day(view, account, self.every):
             return Decision(action=Action())

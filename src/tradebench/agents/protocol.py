@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from tradebench.market.ledger import AccountSnapshot
-from tradebench.market.orders import Action
+from tradebench.market.orders import Action, OrderRecord
 from tradebench.registry import Registry
 from tradebench.view import MarketView
 
@@ -25,6 +25,29 @@ class Decision:
     retries: int | None = None
     tokens_in: int | None = None
     tokens_out: int | None = None
+    cost_usd: float | None = None
+    sent_ids: tuple[str, ...] | None = None
+    trace: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class StepInfo:
+    """Where the episode stands when the agent decides (all known before T's open).
+
+    Attributes:
+        index: 1-based step number; total: steps in the episode.
+        first_day: the episode's first decision day (the origin of relative day labels).
+        previous: the previous step's execution records (empty on the first step).
+        cum_return: NAV at T-1's close over the initial cash, minus 1.
+        bench_return: benchmark close at T-1 over its level before the episode, minus 1.
+    """
+
+    index: int
+    total: int
+    first_day: Any
+    previous: tuple[OrderRecord, ...] = field(default_factory=tuple)
+    cum_return: float = 0.0
+    bench_return: float = 0.0
 
 
 class Agent(Protocol):
@@ -32,7 +55,7 @@ class Agent(Protocol):
 
     name: str
 
-    async def decide(self, view: MarketView, account: AccountSnapshot) -> Decision:
+    async def decide(self, view: MarketView, account: AccountSnapshot, step: StepInfo) -> Decision:
         """Return the step's decision; orders fill at T's open."""
         ...
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from tradebench.agents.protocol import Agent, Decision
+from tradebench.agents.protocol import Agent, Decision, StepInfo
 from tradebench.data.dataset import Dataset
 from tradebench.data.panel import Panel
 from tradebench.errors import ConfigError
@@ -21,6 +21,7 @@ from tradebench.market.broker import DayQuotes, ExecutionContext, execute_orders
 from tradebench.market.ledger import Account
 from tradebench.market.orders import OrderRecord
 from tradebench.market.rules import MarketRules
+from tradebench.runs.checkpoint import Checkpoint, Restored
 from tradebench.view import MarketView, to_day
 
 STEP_COLUMNS = [
@@ -37,6 +38,7 @@ STEP_COLUMNS = [
     "retries",
     "tokens_in",
     "tokens_out",
+    "cost_usd",
 ]
 ORDER_COLUMNS = [
     "date",
@@ -52,6 +54,7 @@ ORDER_COLUMNS = [
     "message",
     "confidence",
     "reason",
+    "stock_id_sent",
     "outcome",
 ]
 POSITION_COLUMNS = ["date", "symbol", "shares", "shares_available", "close", "weight"]
@@ -116,40 +119,74 @@ async def run_backtest(
     end: str,
     rules: MarketRules | None = None,
     on_step: Callable[[int, int], None] | None = None,
+    checkpoint: Checkpoint | None = None,
 ) -> BacktestResult:
-    """Run `agent` from `start` to `end` (inclusive) under `rules` (market defaults)."""
+    """Run `agent` from `start` to `end` (inclusive) under `rules` (market defaults).
+
+    With a `checkpoint`, every completed step is persisted and a rerun continues after
+    the last completed step with the restored account.
+    """
     panel = dataset.panel
     rules = rules or MarketRules.for_market(dataset.market)
     days = trading_days(panel, start, end)
     marks = _filled_close(panel)
-    account = Account(rules.initial_cash)
-    steps, positions, orders = [], [], []
-    for i, t in enumerate(days):
+    bench = panel.index["close"]
+    bench_start = float(bench[days[0] - 1])
+    state = checkpoint.restore() if checkpoint else Restored()
+    account = state.account or Account(rules.initial_cash)
+    steps, positions, orders = state.steps, state.positions, state.orders
+    previous = state.previous
+    for i in range(state.steps_done, len(days)):
+        t = days[i]
         account.unlock()
         view = MarketView(panel, panel.dates[t], market=dataset.market)
         snapshot = account.snapshot(marks[t - 1], panel.column_map)
-        decision = await agent.decide(view, snapshot)
+        info = StepInfo(
+            index=i + 1,
+            total=len(days),
+            first_day=panel.dates[days[0]],
+            previous=previous,
+            cum_return=snapshot.nav / rules.initial_cash - 1,
+            bench_return=float(bench[t - 1] / bench_start - 1),
+        )
+        decision = await agent.decide(view, snapshot, info)
         universe = frozenset(view.members().tolist())
         ctx = ExecutionContext(rules=rules, nav_prev=snapshot.nav, universe=universe)
         records = execute_orders(
             list(decision.action.orders), account, day_quotes(panel, t, marks), ctx
         )
         day = pd.Timestamp(panel.dates[t])
-        steps.append(_step_row(day, account, marks[t], panel, t, decision, records, snapshot.nav))
-        positions += _position_rows(day, account, marks[t], panel.column_map)
-        orders += [_order_row(day, r) for r in records]
+        step_row = _step_row(day, account, marks[t], panel, t, decision, records, snapshot.nav)
+        pos_rows = _position_rows(day, account, marks[t], panel.column_map)
+        order_rows = [_order_row(day, r, _sent(decision, k)) for k, r in enumerate(records)]
+        if checkpoint is not None:
+            checkpoint.append(step_row, pos_rows, order_rows, account, records, decision.trace, i)
+        steps.append(step_row)
+        positions += pos_rows
+        orders += order_rows
+        previous = tuple(records)
         if on_step is not None:
             on_step(i + 1, len(days))
-    orders_frame = _with_outcomes(pd.DataFrame(orders, columns=ORDER_COLUMNS), panel)
-    bench = panel.index["close"]
-    start_level = float(bench[days[0] - 1])
+    orders_frame = _with_outcomes(_frame(orders, ORDER_COLUMNS), panel)
     return BacktestResult(
-        steps=pd.DataFrame(steps, columns=STEP_COLUMNS),
-        positions=pd.DataFrame(positions, columns=POSITION_COLUMNS),
+        steps=_frame(steps, STEP_COLUMNS),
+        positions=_frame(positions, POSITION_COLUMNS),
         orders=orders_frame,
         initial_cash=rules.initial_cash,
-        benchmark_start=start_level if np.isfinite(start_level) else None,
+        benchmark_start=bench_start if np.isfinite(bench_start) else None,
     )
+
+
+def _frame(rows: list[list], columns: list[str]) -> pd.DataFrame:
+    """Rows to a frame with a nanosecond `date` column (fresh and restored rows agree)."""
+    frame = pd.DataFrame(rows, columns=columns)
+    frame["date"] = pd.to_datetime(frame["date"]).astype("datetime64[ns]")
+    return frame
+
+
+def _sent(decision: Decision, k: int) -> str | None:
+    ids = decision.sent_ids
+    return ids[k] if ids is not None and k < len(ids) else None
 
 
 def run_backtest_sync(
@@ -159,9 +196,10 @@ def run_backtest_sync(
     end: str,
     rules: MarketRules | None = None,
     on_step: Callable[[int, int], None] | None = None,
+    checkpoint: Checkpoint | None = None,
 ) -> BacktestResult:
     """Blocking wrapper of `run_backtest` for scripts and the CLI."""
-    return asyncio.run(run_backtest(dataset, agent, start, end, rules, on_step))
+    return asyncio.run(run_backtest(dataset, agent, start, end, rules, on_step, checkpoint))
 
 
 def _step_row(
@@ -189,6 +227,7 @@ def _step_row(
         decision.retries,
         decision.tokens_in,
         decision.tokens_out,
+        decision.cost_usd,
     ]
 
 
@@ -204,7 +243,7 @@ def _position_rows(
     ]
 
 
-def _order_row(day: pd.Timestamp, r: OrderRecord) -> list:
+def _order_row(day: pd.Timestamp, r: OrderRecord, sent: str | None) -> list:
     return [
         day,
         r.symbol,
@@ -219,7 +258,8 @@ def _order_row(day: pd.Timestamp, r: OrderRecord) -> list:
         r.message,
         r.confidence,
         r.reason,
-        np.nan,
+        sent,
+        None,
     ]
 
 

@@ -28,6 +28,7 @@ def _jsonable(value: Any) -> Any:
 
 def write_json(path: Path, payload: dict[str, Any]) -> None:
     """Write JSON with NaN/inf as null, keys sorted, so files are stable and portable."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(_jsonable(payload), indent=2, sort_keys=True) + "\n")
 
 
