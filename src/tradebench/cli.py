@@ -14,7 +14,9 @@ import typer
 from tradebench.benchmarks.mcq.cli import app as mcq_app
 from tradebench.clikit import console, exits_on_error
 from tradebench.data.cli import app as data_app
+from tradebench.llm.cli import app as llm_app
 from tradebench.runs.cli import backtest as backtest_cmd
+from tradebench.runs.cli import run as run_cmd
 
 app = typer.Typer(
     name="tradebench",
@@ -27,6 +29,8 @@ app = typer.Typer(
 )
 app.add_typer(data_app, name="data")
 app.command("backtest")(backtest_cmd)
+app.command("run")(run_cmd)
+app.add_typer(llm_app, name="llm")
 app.add_typer(mcq_app, name="mcq")
 
 

@@ -70,3 +70,51 @@ def backtest(
     for key in ("total_return", "sharpe", "max_drawdown", "information_ratio", "cash_ratio"):
         value = metrics.get(key)
         console.print(f"  {key:>18}: {'-' if value is None else f'{value:.4f}'}")
+
+
+@exits_on_error
+def run(
+    spec: Annotated[Path, typer.Argument(help="Run spec (YAML); see examples/.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Run folder (rerun to resume).")],
+) -> None:
+    """Run a spec's whole grid (agents x modes x masks x seeds x windows) into a run folder.
+
+    Rerunning the same command resumes: finished episodes are skipped and an unfinished
+    one continues from its last completed step. Writes RUN_DIR/spec.yaml,
+    RUN_DIR/episodes/<id>/ (steps, positions, orders, metrics.json, trace.jsonl) and
+    RUN_DIR/summary.parquet. Then `tradebench report RUN_DIR`.
+    """
+    import asyncio
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from tradebench.runs.runner import RunProgress, run_spec
+    from tradebench.runs.spec import RunSpec
+
+    loaded = RunSpec.load(spec)
+    counters = RunProgress()
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[extra]}"),
+        console=console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("episodes", total=None, extra="")
+
+        def show(p: RunProgress) -> None:
+            bar.update(
+                task,
+                completed=p.episodes_done,
+                total=p.episodes_total,
+                extra=f"steps {p.steps_done:,}  tokens {p.tokens:,}",
+            )
+
+        counters.listeners.append(show)
+        summary = asyncio.run(run_spec(loaded, out, counters))
+    console.print(
+        f"{counters.episodes_done}/{counters.episodes_total} episodes, "
+        f"{counters.steps_done:,} steps, {counters.tokens:,} tokens"
+    )
+    console.print(f"summary: [bold]{summary}[/]  (next: tradebench report {out})")

@@ -1,0 +1,143 @@
+"""Plain tools for the LLM tool loop: a `ToolSpec` plus a Python callable.
+
+Tools stay plain so benchmarks can wrap them (mask outgoing payloads, unmask incoming
+arguments) without the loop knowing. A tool raises `ToolError` (or its `ArgumentError`
+child, which carries structured issues) for anything the model should see and fix; any
+other exception is a bug and fails the run.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
+
+from tradebench.errors import ToolError
+from tradebench.llm.types import ToolSpec
+
+MAX_ISSUES = 8
+
+
+class ArgumentError(ToolError):
+    """Tool arguments failed validation; `issues` lists each problem for the model."""
+
+    def __init__(self, message: str, issues: list[dict[str, Any]] | None = None) -> None:
+        """Keep `message` and the structured `issues` (`{"path", "message"}` dicts)."""
+        super().__init__(message)
+        self.issues = list(issues or [])
+
+
+def schema_issues(validator: Draft202012Validator, arguments: dict[str, Any]) -> list[dict]:
+    """Up to `MAX_ISSUES` JSON Schema violations as `{"path", "message"}` dicts."""
+    issues = []
+    for error in sorted(validator.iter_errors(arguments), key=lambda e: list(e.path)):
+        path = "/".join(str(p) for p in error.path) or "(root)"
+        issues.append({"path": path, "message": error.message[:300]})
+        if len(issues) == MAX_ISSUES:
+            break
+    return issues
+
+
+class Tool(BaseModel):
+    """A read-only tool: `fn(arguments) -> JSON-able result` (or an awaitable of one)."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    spec: ToolSpec
+    """Name, description and argument schema shown to the model."""
+    fn: Callable[[dict[str, Any]], Any]
+    """Runs the tool on schema-valid arguments; raises `ToolError` for model errors."""
+    _validator: Draft202012Validator = PrivateAttr()
+
+    def model_post_init(self, _context: Any) -> None:
+        """Compile the argument schema once."""
+        self._validator = Draft202012Validator(self.spec.parameters)
+
+    @property
+    def name(self) -> str:
+        """The tool's name."""
+        return self.spec.name
+
+    def check(self, arguments: dict[str, Any]) -> None:
+        """Validate arguments against the schema.
+
+        Raises:
+            ArgumentError: With one issue per violation.
+        """
+        issues = schema_issues(self._validator, arguments)
+        if issues:
+            raise ArgumentError(f"arguments do not match the {self.name} schema", issues)
+
+    async def run(self, arguments: dict[str, Any]) -> Any:
+        """Validate, then call `fn` (awaiting it if it is async)."""
+        self.check(arguments)
+        result = self.fn(arguments)
+        return await result if inspect.isawaitable(result) else result
+
+
+class SubmitTool(BaseModel):
+    """The submission tool: schema check, then `validate(arguments) -> action`."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    spec: ToolSpec
+    """Name, description and argument schema of the submission."""
+    validate_fn: Callable[[dict[str, Any]], Any]
+    """Returns the validated action, or raises `ToolError` with feedback for the model."""
+    _validator: Draft202012Validator = PrivateAttr()
+
+    def model_post_init(self, _context: Any) -> None:
+        """Compile the argument schema once."""
+        self._validator = Draft202012Validator(self.spec.parameters)
+
+    @property
+    def name(self) -> str:
+        """The tool's name."""
+        return self.spec.name
+
+    def accept(self, arguments: dict[str, Any]) -> Any:
+        """The validated action for `arguments`.
+
+        Raises:
+            ToolError: Schema or constraint violation (an `ArgumentError` for the schema).
+        """
+        issues = schema_issues(self._validator, arguments)
+        if issues:
+            raise ArgumentError(f"submission does not match the {self.name} schema", issues)
+        return self.validate_fn(arguments)
+
+    @classmethod
+    def from_model(
+        cls,
+        name: str,
+        description: str,
+        model: type[BaseModel],
+        check: Callable[[Any], Any] | None = None,
+    ) -> SubmitTool:
+        """A submit tool whose schema and validation come from a pydantic model.
+
+        Args:
+            name: Tool name.
+            description: What submitting means, shown to the model.
+            model: Pydantic model of the action; bound its strings and lists
+                (`max_length`) so grammar-forced output fits in `max_tokens`.
+            check: Optional constraint check on the parsed action; returns the action to
+                keep (possibly the same) or raises `ToolError`.
+        """
+
+        def validate(arguments: dict[str, Any]) -> Any:
+            try:
+                action = model.model_validate(arguments)
+            except ValidationError as exc:
+                issues = [
+                    {"path": "/".join(str(p) for p in e["loc"]) or "(root)", "message": e["msg"]}
+                    for e in exc.errors()[:MAX_ISSUES]
+                ]
+                raise ArgumentError(f"submission is not a valid {model.__name__}", issues) from None
+            return check(action) if check is not None else action
+
+        spec = ToolSpec(name=name, description=description, parameters=model.model_json_schema())
+        return cls(spec=spec, validate_fn=validate)

@@ -1,0 +1,235 @@
+"""What both HTTP adapters share: keys from the environment, limits, retries, timing, counts.
+
+A provider subclass supplies three pieces: `_request` (normalised conversation -> request
+body), `_send` (one HTTP attempt through the official SDK, SDK errors mapped to
+`TransientFault` / `ProviderError`) and `_parse` (response body -> `ChatResponse`; an
+unreadable body becomes a reply with `parse_error`, never an exception).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from tradebench.errors import ConfigError, ProviderError
+from tradebench.llm.limits import RateLimiter
+from tradebench.llm.redact import Redactor, llm_logger
+from tradebench.llm.retry import (
+    RETRYABLE_STATUS,
+    FaultStats,
+    RetryPolicy,
+    TransientFault,
+    call_with_retries,
+    parse_retry_after,
+    status_kind,
+)
+from tradebench.llm.types import ChatResponse, Message, ModelConfig, ToolChoice, ToolSpec, Usage
+
+NO_KEY = "no-key"
+"""Placeholder key sent to a custom `base_url` when no `api_key_env` is configured."""
+
+
+def resolve_api_key(config: ModelConfig, default_env: str) -> str:
+    """The API key for `config`, read only from the environment.
+
+    With a custom `base_url` and no `api_key_env`, no key is sent (a placeholder), so a
+    public-API key never leaks to a local or third-party server by default.
+
+    Raises:
+        ConfigError: The variable that should hold the key is unset or empty.
+    """
+    if config.api_key_env is None and config.base_url is not None:
+        return NO_KEY
+    env = config.api_key_env or default_env
+    key = os.environ.get(env, "")
+    if not key:
+        raise ConfigError(
+            f"{config.label}: environment variable {env} is not set; export the API key "
+            "there (keys are read only from the environment)"
+        )
+    return key
+
+
+def check_tool_choice(tool_choice: ToolChoice, tools: Sequence[ToolSpec]) -> None:
+    """Reject a `tool_choice` that names a tool not offered, or forces tools with none.
+
+    Raises:
+        ConfigError: The choice cannot be satisfied.
+    """
+    if tool_choice in ("auto", "none"):
+        return
+    if not tools:
+        raise ConfigError(f"tool_choice={tool_choice!r} needs at least one tool")
+    if tool_choice != "required" and tool_choice not in {t.name for t in tools}:
+        raise ConfigError(f"tool_choice names {tool_choice!r}, which is not among the tools")
+
+
+def estimate_tokens(messages: Sequence[Message], max_tokens: int) -> int:
+    """Rough token charge of a request before it is sent: characters / 4 plus `max_tokens`."""
+    chars = sum(len(m.content) + sum(len(c.raw_arguments) for c in m.tool_calls) for m in messages)
+    return chars // 4 + max_tokens
+
+
+class HttpChatModel(ABC):
+    """Base of the SDK-backed adapters; implements `ChatModel.generate`."""
+
+    default_key_env: ClassVar[str]
+
+    def __init__(
+        self,
+        config: ModelConfig,
+        *,
+        limiter: RateLimiter | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        """Resolve the key now (fail fast); the SDK client is made on first use."""
+        self.config = config
+        self.stats = FaultStats()
+        self._limiter = limiter
+        self._retry = retry or RetryPolicy()
+        self._api_key = resolve_api_key(config, self.default_key_env)
+        self.redactor = Redactor.from_env(extra=[self._api_key])
+        self._client: Any = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._rng = random.Random()
+
+    @property
+    def client(self) -> Any:
+        """The SDK client for the running event loop (remade if the loop changed)."""
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            self._client = self._make_client(self._api_key)
+            self._client_loop = loop
+        return self._client
+
+    @abstractmethod
+    def _make_client(self, api_key: str) -> Any:
+        """Build the SDK's async client (SDK-level retries off: we retry ourselves).
+
+        The HTTP client is passed explicitly: the SDK's own default schedules a close on
+        garbage collection, which fails noisily once its event loop has been closed.
+        """
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections of the current event loop's client."""
+        if self._client is not None and self._client_loop is asyncio.get_running_loop():
+            await self._client.close()
+        self._client = None
+
+    @abstractmethod
+    def _request(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], tool_choice: ToolChoice
+    ) -> dict[str, Any]:
+        """Translate the normalised request into this provider's request body."""
+
+    @abstractmethod
+    def _sdk(self) -> Any:
+        """The provider's SDK module (imported lazily, with an install hint)."""
+
+    @abstractmethod
+    async def _create(self, body: dict[str, Any]) -> bytes:
+        """POST `body` (plus `config.extra`) through the SDK client; returns the raw body.
+
+        Uses the SDK's generic `post` with `cast_to=str`: the SDK still does auth, base URL,
+        headers, timeouts and error statuses, but neither re-walks the typed request (a
+        cost that grows with the conversation) nor parses the body, so a garbage body is
+        ours to count as a parse failure.
+        """
+
+    @abstractmethod
+    def _parse(
+        self, raw: bytes, tools: Sequence[ToolSpec], tool_choice: ToolChoice, latency_s: float
+    ) -> ChatResponse:
+        """Translate a raw body into a `ChatResponse` (parse failures go in `parse_error`)."""
+
+    async def generate(
+        self,
+        messages: list[Message],
+        tools: Sequence[ToolSpec] = (),
+        tool_choice: ToolChoice = "auto",
+        sample_index: int = 0,
+    ) -> ChatResponse:
+        """Send one request with limits and retries; see `ChatModel.generate`."""
+        check_tool_choice(tool_choice, tools)
+        body = self._request(messages, tools, tool_choice)
+        estimate = estimate_tokens(messages, self.config.max_tokens)
+        raw, latency, charge = await call_with_retries(
+            lambda: self._attempt(body, estimate),
+            policy=self._retry,
+            stats=self.stats,
+            label=self.config.label,
+            rng=self._rng,
+        )
+        response = self._parse(raw, tools, tool_choice, latency)
+        if charge is not None:
+            charge.settle(response.usage.total)
+        if response.parse_error is not None:
+            self.stats.parse_failures += 1
+            llm_logger().info("%s reply unreadable: %s", self.config.label, response.parse_error)
+        return response
+
+    async def _attempt(self, body: dict[str, Any], estimate: int) -> tuple[bytes, float, Any]:
+        _ = self.client  # build the SDK client outside the timed region
+        if self._limiter is None:
+            start = time.perf_counter()
+            raw = await self._send(body)
+            return raw, time.perf_counter() - start, None
+        async with self._limiter.slot(estimate) as charge:
+            start = time.perf_counter()
+            raw = await self._send(body)
+            return raw, time.perf_counter() - start, charge
+
+    async def _send(self, body: dict[str, Any]) -> bytes:
+        """One HTTP attempt; the raw body, or SDK errors as TransientFault/ProviderError."""
+        sdk = self._sdk()
+        try:
+            return await self._create(body)
+        except sdk.APIStatusError as exc:
+            raise self._status_fault(exc.status_code, exc.response) from None
+        except sdk.APITimeoutError as exc:
+            raise TransientFault("timeout", self._excerpt(str(exc))) from None
+        except sdk.APIConnectionError as exc:
+            raise TransientFault("connection", self._excerpt(str(exc.__cause__ or exc))) from None
+
+    def _status_fault(self, status: int, response: Any) -> Exception:
+        """A retryable `TransientFault` or a final `ProviderError` for an HTTP error status."""
+        detail = f"HTTP {status}: {self._excerpt(response.text)}"
+        if status in RETRYABLE_STATUS:
+            retry_after = parse_retry_after(dict(response.headers))
+            return TransientFault(status_kind(status), detail, retry_after)
+        return ProviderError(
+            f"{self.config.label}: {detail}. Check the model name, base_url and the key in "
+            f"{self.config.api_key_env or self.default_key_env}."
+        )
+
+    def _excerpt(self, text: str, limit: int = 200) -> str:
+        """A redacted, shortened piece of a body for error messages."""
+        clean = self.redactor.text(text.strip().replace("\n", " "))
+        return clean if len(clean) <= limit else clean[:limit] + "..."
+
+
+def unreadable(reason: str, latency_s: float, usage: Usage | None = None) -> ChatResponse:
+    """A reply that arrived but could not be read: empty message, `finish_reason='error'`."""
+    return ChatResponse(
+        message=Message(role="assistant"),
+        usage=usage or Usage(),
+        finish_reason="error",
+        latency_s=latency_s,
+        parse_error=reason,
+    )
+
+
+def finish_parse_error(message: Message, call_problems: dict[str, str]) -> str | None:
+    """The `parse_error` of an otherwise readable reply: empty, or bad tool-call arguments."""
+    if call_problems:
+        by_id = {c.id: c.name for c in message.tool_calls}
+        first_id, reason = next(iter(call_problems.items()))
+        return f"tool call {by_id.get(first_id, '?')!r}: {reason}"
+    if not message.content.strip() and not message.tool_calls:
+        return "empty reply: no text and no tool call"
+    return None

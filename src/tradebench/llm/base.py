@@ -1,0 +1,132 @@
+"""The `ChatModel` protocol, the provider registry and `get_model`, the one entry point.
+
+`get_model` composes the layers every run wants, innermost first:
+
+    adapter (SDK call, rate limits, retries)  ->  budget (caps real spend)  ->  cache
+
+so a cache hit is free and never touches the budget or the endpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from tradebench.errors import ConfigError
+from tradebench.llm.types import ChatResponse, Message, ModelConfig, ToolChoice, ToolSpec
+
+if TYPE_CHECKING:
+    from tradebench.llm.budget import Budget
+    from tradebench.llm.cache import ResponseCache
+    from tradebench.llm.limits import Limits, RateLimiter
+    from tradebench.llm.retry import RetryPolicy
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """Anything that turns a conversation into one normalised reply."""
+
+    config: ModelConfig
+
+    async def generate(
+        self,
+        messages: list[Message],
+        tools: Sequence[ToolSpec] = (),
+        tool_choice: ToolChoice = "auto",
+        sample_index: int = 0,
+    ) -> ChatResponse:
+        """Return the model's next message.
+
+        Args:
+            messages: The conversation so far.
+            tools: Tools the model may call.
+            tool_choice: `auto`, `none`, `required` or the name of the tool to force.
+            sample_index: Which sample of this exact request (part of the cache key), so
+                repeated samples at temperature > 0 are cached separately.
+
+        Raises:
+            ProviderError: The endpoint failed after every retry.
+            BudgetExceeded: A token or cost cap was already reached.
+            CacheMiss: Replay mode and no cached reply.
+        """
+        ...
+
+
+AdapterFactory = Callable[..., ChatModel]
+_PROVIDERS: dict[str, Callable[[], AdapterFactory]] = {}
+
+
+def provider(name: str) -> Callable[[Callable[[], AdapterFactory]], Callable[[], AdapterFactory]]:
+    """Register a provider: the decorated function imports and returns its adapter class.
+
+    The import happens only when the provider is used, so a missing SDK fails with an
+    install hint for that provider alone.
+    """
+
+    def register(loader: Callable[[], AdapterFactory]) -> Callable[[], AdapterFactory]:
+        _PROVIDERS[name] = loader
+        return loader
+
+    return register
+
+
+@provider("openai")
+def _openai() -> AdapterFactory:
+    from tradebench.llm.openai_provider import OpenAIChatModel
+
+    return OpenAIChatModel
+
+
+@provider("anthropic")
+def _anthropic() -> AdapterFactory:
+    from tradebench.llm.anthropic_provider import AnthropicChatModel
+
+    return AnthropicChatModel
+
+
+def registered_providers() -> list[str]:
+    """Names of the registered providers, sorted."""
+    return sorted(_PROVIDERS)
+
+
+def get_model(
+    config: ModelConfig | str,
+    *,
+    cache: ResponseCache | None = None,
+    budget: Budget | None = None,
+    limits: Limits | RateLimiter | None = None,
+    retry: RetryPolicy | None = None,
+) -> ChatModel:
+    """Build a ready-to-use model: adapter, then budget, then cache.
+
+    Args:
+        config: A `ModelConfig` or CLI shorthand such as `openai:gpt-4.1-mini`.
+        cache: Response cache (its mode decides readwrite / replay / off); None = no cache.
+        budget: Shared token/cost budget for the run; None = unbounded.
+        limits: Per-endpoint limits, or a `RateLimiter` to share one endpoint's limits
+            between several models; None = no limits.
+        retry: Retry policy for transient faults; None = the default policy.
+
+    Raises:
+        ConfigError: Unknown provider, bad shorthand, or a missing API key variable.
+    """
+    from tradebench.llm.limits import Limits, RateLimiter
+    from tradebench.llm.retry import RetryPolicy
+
+    cfg = ModelConfig.parse(config) if isinstance(config, str) else config
+    loader = _PROVIDERS.get(cfg.provider)
+    if loader is None:
+        raise ConfigError(
+            f"unknown provider {cfg.provider!r}; known: {', '.join(registered_providers())}"
+        )
+    limiter = RateLimiter(limits) if isinstance(limits, Limits) else limits
+    model: ChatModel = loader()(cfg, limiter=limiter, retry=retry or RetryPolicy())
+    if budget is not None:
+        from tradebench.llm.budget import BudgetedModel
+
+        model = BudgetedModel(model, budget)
+    if cache is not None:
+        from tradebench.llm.cache import CachedModel
+
+        model = CachedModel(model, cache)
+    return model

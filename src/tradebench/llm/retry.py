@@ -1,0 +1,149 @@
+"""Retries for transient endpoint faults: exponential backoff, jitter, Retry-After.
+
+Adapters translate SDK exceptions into `TransientFault` (worth another attempt: 429, 5xx,
+timeouts, dropped connections) or `ProviderError` (not worth it: 400, 401, 404, ...).
+`call_with_retries` runs the attempts, logs each one and counts them in `FaultStats`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tradebench.errors import ProviderError
+from tradebench.llm.redact import llm_logger
+
+T = TypeVar("T")
+RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
+
+
+class RetryPolicy(BaseModel):
+    """How hard to try one request."""
+
+    model_config = ConfigDict(frozen=True)
+
+    max_attempts: int = Field(default=6, ge=1)
+    """Attempts in total (first try included)."""
+    base_delay_s: float = 0.5
+    """Backoff before the 2nd attempt; doubles each time."""
+    max_delay_s: float = 30.0
+    """Cap on one backoff (and on an honoured Retry-After)."""
+    jitter: float = 0.25
+    """Random extra delay, as a fraction of the backoff (0 = none)."""
+    timeout_s: float = 120.0
+    """Per-attempt HTTP timeout."""
+
+    def backoff(self, attempt: int, retry_after: float | None, rng: random.Random) -> float:
+        """Seconds to wait after failed attempt number `attempt` (1-based)."""
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.max_delay_s)
+        delay = min(self.base_delay_s * 2 ** (attempt - 1), self.max_delay_s)
+        return delay * (1.0 + self.jitter * rng.random())
+
+
+class TransientFault(Exception):
+    """A failed attempt worth retrying; `kind` names it for the counts."""
+
+    def __init__(self, kind: str, detail: str, retry_after: float | None = None) -> None:
+        """Record the fault `kind` (`http_429`, `http_5xx`, `timeout`, `connection`)."""
+        super().__init__(f"{kind}: {detail}")
+        self.kind = kind
+        self.detail = detail
+        self.retry_after = retry_after
+
+
+class FaultStats(BaseModel):
+    """Counts of attempts and faults for one adapter (live; not part of run records)."""
+
+    requests: int = 0
+    """Logical requests sent (each may take several attempts)."""
+    attempts: int = 0
+    """HTTP attempts made."""
+    retries: int = 0
+    """Attempts after the first."""
+    faults: dict[str, int] = Field(default_factory=dict)
+    """Transient faults by kind: `http_429`, `http_5xx`, `timeout`, `connection`."""
+    failures: int = 0
+    """Requests that failed for good (non-retryable error or attempts exhausted)."""
+    parse_failures: int = 0
+    """Replies that arrived but could not be fully read (garbage, empty, bad tool JSON)."""
+
+
+def status_kind(status: int) -> str:
+    """Fault kind for a retryable HTTP status."""
+    return "http_429" if status == 429 else "http_5xx" if status >= 500 else f"http_{status}"
+
+
+def parse_retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds to wait from `retry-after-ms` or `Retry-After` (seconds or HTTP date)."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+    if "retry-after-ms" in lowered:
+        try:
+            return float(lowered["retry-after-ms"]) / 1000.0
+        except ValueError:
+            pass
+    value = lowered.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value.strip() else None
+        return None if parsed is None else max(parsed.timestamp() - time.time(), 0.0)
+
+
+def _give_up(label: str, attempt: int, fault: TransientFault, stats: FaultStats) -> ProviderError:
+    """Count and log a request that failed for good; the error to raise."""
+    stats.failures += 1
+    llm_logger().warning("%s attempt %d failed for good: %s", label, attempt, fault)
+    return ProviderError(
+        f"{label}: gave up after {attempt} attempts; last fault {fault}. "
+        "Check that the endpoint is up, or raise RetryPolicy.max_attempts."
+    )
+
+
+async def call_with_retries(
+    attempt_fn: Callable[[], Awaitable[T]],
+    *,
+    policy: RetryPolicy,
+    stats: FaultStats,
+    label: str,
+    rng: random.Random | None = None,
+) -> T:
+    """Run `attempt_fn` until it succeeds, retrying `TransientFault`s with backoff.
+
+    Every attempt is logged on `tradebench.llm` (successes at DEBUG, faults at WARNING).
+
+    Raises:
+        ProviderError: Attempts exhausted (the last fault is named) or a fatal error.
+    """
+    log = llm_logger()
+    rng = rng or random.Random()
+    stats.requests += 1
+    for attempt in range(1, policy.max_attempts + 1):
+        stats.attempts += 1
+        if attempt > 1:
+            stats.retries += 1
+        try:
+            result = await attempt_fn()
+        except TransientFault as fault:
+            stats.faults[fault.kind] = stats.faults.get(fault.kind, 0) + 1
+            if attempt == policy.max_attempts:
+                raise _give_up(label, attempt, fault, stats) from None
+            delay = policy.backoff(attempt, fault.retry_after, rng)
+            log.warning("%s attempt %d failed: %s; retrying in %.2fs", label, attempt, fault, delay)
+            await asyncio.sleep(delay)
+        except ProviderError as exc:
+            stats.failures += 1
+            log.error("%s attempt %d failed (not retryable): %s", label, attempt, exc)
+            raise
+        else:
+            log.debug("%s attempt %d succeeded", label, attempt)
+            return result
+    raise AssertionError("unreachable")  # pragma: no cover

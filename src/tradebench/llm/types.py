@@ -1,0 +1,185 @@
+"""Provider-neutral chat types: messages, tools, tool calls, usage, replies, model configs.
+
+Every adapter translates these to and from its wire format, so the agent loop, the cache
+and the run records never see a vendor type.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from tradebench.errors import ConfigError
+
+Role = Literal["system", "user", "assistant", "tool"]
+ToolChoice = Literal["auto", "none", "required"] | str
+"""`auto` (model decides), `none` (no tools), `required` (some tool), or a tool name."""
+
+PROVIDERS = ("openai", "anthropic")
+_SECRET_KEY = re.compile(r"(?i)(api[-_]?key|authorization|secret|password|bearer|access[-_]?token)")
+
+
+class ToolCall(BaseModel):
+    """One tool call the model asked for."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    """Provider call id; tool results refer to it."""
+    name: str
+    """Name of the tool called."""
+    arguments: dict[str, Any]
+    """Parsed arguments (empty when `raw_arguments` could not be parsed)."""
+    raw_arguments: str = ""
+    """Arguments exactly as the model produced them (JSON text)."""
+    recovered: bool = False
+    """True when the call was found as JSON text in the reply's content, not as a tool call."""
+
+
+class Message(BaseModel):
+    """One chat message in the normalised conversation."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: Role
+    """`system`, `user`, `assistant` or `tool` (a tool result)."""
+    content: str = ""
+    """Text of the message (for a tool message: the tool result, usually JSON)."""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    """Tool calls of an assistant message."""
+    tool_call_id: str | None = None
+    """For a tool message: the id of the call it answers."""
+    name: str | None = None
+    """For a tool message: the tool's name."""
+
+
+class ToolSpec(BaseModel):
+    """A tool the model may call, described by a JSON Schema for its arguments."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    """Tool name (letters, digits, `_` and `-`)."""
+    description: str
+    """What the tool does, shown to the model."""
+    parameters: dict[str, Any]
+    """JSON Schema of the arguments object. Bound strings and arrays (`maxLength`,
+    `maxItems`) so grammar-forced output cannot run past `max_tokens`."""
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, value: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", value):
+            raise ValueError("tool names use 1-64 letters, digits, '_' or '-'")
+        return value
+
+
+class Usage(BaseModel):
+    """Tokens one reply consumed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    input_tokens: int = 0
+    """Prompt tokens billed."""
+    output_tokens: int = 0
+    """Completion tokens billed."""
+
+    @property
+    def total(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+
+class ChatResponse(BaseModel):
+    """One normalised model reply."""
+
+    model_config = ConfigDict(frozen=True)
+
+    message: Message
+    """The assistant message (text and/or tool calls)."""
+    usage: Usage
+    """Tokens billed for this reply."""
+    finish_reason: str
+    """`stop`, `tool_calls`, `length`, `content_filter` or `error` (unreadable reply)."""
+    latency_s: float
+    """Wall time of the successful HTTP attempt, in seconds (kept as recorded on replay)."""
+    cached: bool = False
+    """True when the reply came from the cache instead of the endpoint."""
+    parse_error: str | None = None
+    """Why (part of) the reply could not be read: garbage body, empty reply, truncated or
+    malformed tool-call JSON. None for a clean reply."""
+
+
+class ModelConfig(BaseModel):
+    """How to reach one model. API keys come only from the environment (`api_key_env`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    provider: Literal["openai", "anthropic"]
+    """Wire format / SDK: `openai` (any OpenAI-compatible server) or `anthropic`."""
+    model: str
+    """Model name sent to the endpoint."""
+    base_url: str | None = None
+    """Endpoint root (OpenAI style includes `/v1`); None = the provider's public API."""
+    api_key_env: str | None = None
+    """Name of the environment variable holding the key (default `OPENAI_API_KEY` /
+    `ANTHROPIC_API_KEY`)."""
+    temperature: float = 0.0
+    """Sampling temperature."""
+    max_tokens: int = 1024
+    """Cap on output tokens per reply."""
+    extra: dict[str, Any] = Field(default_factory=dict)
+    """Extra request-body fields passed through (e.g. `top_p`, `seed`); never credentials."""
+
+    @field_validator("extra")
+    @classmethod
+    def _no_credentials(cls, value: dict[str, Any]) -> dict[str, Any]:
+        bad = _credential_keys(value)
+        if bad:
+            raise ValueError(
+                f"`extra` must not carry credentials ({', '.join(bad)}); "
+                "put the key in an environment variable and name it in `api_key_env`"
+            )
+        return value
+
+    @property
+    def label(self) -> str:
+        """`provider:model`, the key used in price tables and logs."""
+        return f"{self.provider}:{self.model}"
+
+    @classmethod
+    def parse(cls, spec: str, base_url: str | None = None, **fields: Any) -> ModelConfig:
+        """Build a config from CLI shorthand `provider:model` (e.g. `openai:gpt-4.1-mini`).
+
+        Args:
+            spec: `provider:model`; the model part may itself contain colons.
+            base_url: Optional endpoint root (for vLLM, Ollama, llama.cpp, OpenRouter).
+            **fields: Any other `ModelConfig` field (temperature, max_tokens, ...).
+
+        Raises:
+            ConfigError: The shorthand has no known provider prefix.
+        """
+        provider, sep, model = spec.partition(":")
+        if not sep or provider not in PROVIDERS or not model:
+            raise ConfigError(
+                f"model {spec!r} is not `provider:model`; use e.g. `openai:gpt-4.1-mini` or "
+                f"`anthropic:claude-sonnet-4-5` (providers: {', '.join(PROVIDERS)})"
+            )
+        return cls(provider=provider, model=model, base_url=base_url, **fields)
+
+
+def _credential_keys(value: Any, prefix: str = "") -> list[str]:
+    """Paths of dict keys that look like credentials, searched recursively."""
+    found: list[str] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            path = f"{prefix}{key}"
+            if isinstance(key, str) and _SECRET_KEY.search(key):
+                found.append(path)
+            found.extend(_credential_keys(item, f"{path}."))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found.extend(_credential_keys(item, f"{prefix}{i}."))
+    return found
