@@ -61,6 +61,8 @@ class Masker:
     calendar: np.ndarray  # datetime64[D], the dataset's trading calendar
     origin: int  # calendar position of the episode's first decision day
     _symbol_re: re.Pattern[str] | None = field(default=None, repr=False)
+    digit_symbols: bool = False
+    """True when every symbol holds a digit (A-share codes): digit-free text is skipped."""
 
     # ---------------------------------------------------------------- outgoing
     def mask(self, payload: Any) -> Any:
@@ -79,6 +81,8 @@ class Masker:
 
     def mask_text(self, text: str) -> str:
         """Rewrite tickers and dates inside free text."""
+        if self.digit_symbols and not any(c.isdigit() for c in text):
+            return text  # every symbol and every date form holds a digit
         if hides_stocks(self.level) and self._symbol_re is not None:
             text = self._symbol_re.sub(lambda m: self.alias_of[m.group(0)], text)
         if hides_dates(self.level):
@@ -181,7 +185,8 @@ def build_masker(
         pattern = re.compile(
             r"(?<![A-Za-z0-9])(?:" + "|".join(map(re.escape, longest_first)) + r")(?![A-Za-z0-9])"
         )
-    return Masker(level, alias_of, symbol_of, cal, origin, pattern)
+    digits = all(any(c.isdigit() for c in s) for s in ordered)
+    return Masker(level, alias_of, symbol_of, cal, origin, pattern, digits)
 
 
 def leaked_strings(

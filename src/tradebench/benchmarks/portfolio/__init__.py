@@ -1,0 +1,1 @@
+"""Memory-controlled portfolio benchmark: CSI300 universe, A-share rules, masks and modes."""

@@ -1,0 +1,112 @@
+"""The LLM portfolio agent: one masked tool loop per decision day.
+
+Each step is a fresh conversation (system prompt for the mode, the shared user message),
+so an episode can resume at any step. Everything the model sees passes through the
+episode's `Masker`; the trace records the masked conversation only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tradebench.agents.llm import run_tool_loop
+from tradebench.agents.loop_types import LoopConfig, LoopResult
+from tradebench.agents.protocol import Decision, StepInfo
+from tradebench.benchmarks.portfolio.context import PriceMode, StepContext
+from tradebench.benchmarks.portfolio.observation import StepInfo as ObsStep
+from tradebench.benchmarks.portfolio.observation import user_message
+from tradebench.benchmarks.portfolio.prompt_files import PromptSet, load_prompts, system_prompt
+from tradebench.benchmarks.portfolio.tools import Submission, research_tools, submit_tool
+from tradebench.llm.base import ChatModel
+from tradebench.market.ledger import AccountSnapshot
+from tradebench.market.orders import Action
+from tradebench.market.rules import MarketRules
+from tradebench.masking import Masker, MaskLevel, build_masker
+from tradebench.view import MarketView
+
+
+@dataclass
+class PortfolioLLMAgent:
+    """Decides through `run_tool_loop` under one mode and one mask level."""
+
+    model: ChatModel
+    mode: str
+    mask: MaskLevel
+    seed: int
+    episode_id: str
+    symbols: np.ndarray
+    calendar: np.ndarray
+    rules: MarketRules = field(default_factory=MarketRules.cn)
+    loop: LoopConfig = field(default_factory=LoopConfig)
+    price_mode: PriceMode = "raw"
+    candidates_k: int = 10
+    prompts: PromptSet = field(default_factory=load_prompts)
+    name: str = "llm"
+    _masker: Masker | None = field(default=None, repr=False)
+
+    def masker(self, first_day: Any) -> Masker:
+        """The episode's masker (built once; aliases depend on seed and episode id)."""
+        if self._masker is None:
+            self._masker = build_masker(
+                self.mask, self.symbols, self.calendar, first_day, self.seed, self.episode_id
+            )
+        return self._masker
+
+    async def decide(self, view: MarketView, account: AccountSnapshot, step: StepInfo) -> Decision:
+        """Run one masked tool loop and turn its submission into an action."""
+        masker = self.masker(step.first_day)
+        ctx = StepContext(
+            view,
+            account,
+            self.rules,
+            self.price_mode,
+            _rebase_close(view, step.first_day) if self.price_mode == "rebased" else None,
+        )
+        system = masker.mask_text(system_prompt(self.prompts, self.mode, self.rules.initial_cash))
+        obs = ObsStep(step.index, step.total, step.previous, step.cum_return, step.bench_return)
+        user = user_message(ctx, masker, self.prompts, self.mode, obs, self.candidates_k)
+        tools = research_tools(ctx, masker) if self.mode == "open_research" else []
+        result = await run_tool_loop(
+            self.model,
+            system=system,
+            user=user,
+            tools=tools,
+            submit=submit_tool(ctx, masker),
+            config=self.loop,
+        )
+        return decision_from_loop(result)
+
+
+def _rebase_close(view: MarketView, first_day: Any) -> np.ndarray:
+    """Raw closes on the last day before the episode (the 100 of rebased prices)."""
+    first = view.t + view.day_index(first_day)  # calendar position of the first decision day
+    rows = view.window("close", view.t - first + 1)  # starts on the day before it
+    return rows[0] if rows.shape[0] else np.full(len(view.symbols), np.nan)
+
+
+def decision_from_loop(result: LoopResult) -> Decision:
+    """Map a loop record to a `Decision` with diagnostics and the masked trace."""
+    submission: Submission | None = result.action
+    research = [c for c in result.tool_calls if c.phase == "research" and c.name != "submit_action"]
+    trace = {
+        "messages": [m.model_dump(mode="json") for m in result.messages],
+        "tool_calls": [c.model_dump(mode="json") for c in result.tool_calls],
+        "model_calls": [c.model_dump(mode="json") for c in result.model_calls],
+        "stop_reason": result.stop_reason,
+        "fallback": result.fallback,
+        "submitted": None if submission is None else submission.sent.model_dump(mode="json"),
+    }
+    return Decision(
+        action=submission.action if submission else Action(),
+        parse_failures=result.parse_failures,
+        tool_calls=len(research),
+        tool_calls_valid=sum(c.valid for c in research),
+        retries=result.retries,
+        tokens_in=result.usage.input_tokens,
+        tokens_out=result.usage.output_tokens,
+        sent_ids=tuple(o.stock_id for o in submission.sent.orders) if submission else (),
+        trace=trace,
+    )

@@ -1,0 +1,71 @@
+"""What the research tools and observation builders of one step may read.
+
+Everything comes from the point-in-time `MarketView` at T and the account at T-1's close;
+features are computed once per step and shared by every tool call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Literal
+
+import numpy as np
+
+from tradebench.features.technical import feature_table
+from tradebench.market.ledger import AccountSnapshot
+from tradebench.market.rules import MarketRules
+from tradebench.view import MarketView
+
+PriceMode = Literal["raw", "rebased"]
+
+
+@dataclass
+class StepContext:
+    """One decision step's read-only world (real identifiers; masking happens outside).
+
+    Attributes:
+        view: the point-in-time view at T.
+        account: the account at T-1's close.
+        rules: the market rules orders will face.
+        price_mode: `raw` shows real price levels; `rebased` shows each symbol's prices
+            relative to 100 at `rebase_day` (the last visible day before the episode).
+        rebase_close: (N,) raw closes at the rebase day (NaN where unknown).
+    """
+
+    view: MarketView
+    account: AccountSnapshot
+    rules: MarketRules
+    price_mode: PriceMode = "raw"
+    rebase_close: np.ndarray | None = None
+    _features: dict[str, np.ndarray] | None = field(default=None, repr=False)
+
+    @cached_property
+    def features(self) -> dict[str, np.ndarray]:
+        """Technical features of every column at T (computed once per step)."""
+        return feature_table(self.view)
+
+    @cached_property
+    def universe(self) -> np.ndarray:
+        """Columns of today's universe."""
+        return np.flatnonzero(self.view.member_mask())
+
+    @cached_property
+    def universe_set(self) -> frozenset[str]:
+        """Symbols of today's universe."""
+        return frozenset(self.view.symbols[self.universe].tolist())
+
+    def price(self, col: int, value: float) -> float | None:
+        """A raw price level as shown to the model (rebased to 100 when asked), rounded."""
+        if not np.isfinite(value):
+            return None
+        if self.price_mode == "rebased":
+            base = self.rebase_close[col] if self.rebase_close is not None else np.nan
+            if not np.isfinite(base) or base <= 0:
+                return None
+            return round(float(value / base * 100.0), 3)
+        return round(float(value), 3)
+
+    def held(self) -> dict[str, int]:
+        """Symbol -> shares held at T-1's close."""
+        return {p.symbol: p.shares for p in self.account.positions}

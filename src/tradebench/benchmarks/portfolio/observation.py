@@ -1,0 +1,146 @@
+"""The user message of one step, shared by the three modes (masked at the end)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tradebench.benchmarks.portfolio.context import StepContext
+from tradebench.benchmarks.portfolio.prompt_files import PromptSet
+from tradebench.features.technical import FEATURES
+from tradebench.market.orders import OrderRecord
+from tradebench.masking import Masker
+
+CONSTRAINTS = (
+    "long-only; T+1; buy in lots of 100; universe stocks only (sell what you hold); "
+    "every SELL before every BUY; keep 1-3% cash; at most {max_orders} orders"
+)
+FACTORS = (
+    ("ret_20d", False),
+    ("ret_5d", True),
+    ("dist_52w_high", False),
+    ("vol_20d", True),
+    ("amount_20d", False),
+)
+
+
+@dataclass(frozen=True)
+class StepInfo:
+    """Where the episode stands: step number, last outcome, performance so far."""
+
+    index: int
+    total: int
+    previous: tuple[OrderRecord, ...]
+    cum_return: float
+    bench_return: float
+
+
+def candidate_pool(ctx: StepContext, k: int) -> np.ndarray:
+    """Columns: union of the top-k universe names by several factors, plus holdings."""
+    picks: set[int] = set()
+    cols = ctx.universe[~ctx.view.last("suspended")[ctx.universe]]
+    for name, ascending in FACTORS:
+        values = ctx.features[name][cols]
+        ok = np.isfinite(values)
+        ranked = cols[ok][np.argsort(values[ok] if ascending else -values[ok], kind="stable")]
+        picks.update(int(c) for c in ranked[:k])
+    picks.update(ctx.view.column(s) for s in ctx.held())
+    return np.array(sorted(c for c in picks if c >= 0), dtype=np.int64)
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:+.2f}%" if np.isfinite(x) else "n/a"
+
+
+def feature_table(ctx: StepContext, masker: Masker, k: int) -> str:
+    """Markdown table of the candidate pool, rows sorted by the identifier shown."""
+    cols = candidate_pool(ctx, k)
+    close = ctx.view.last("close")
+    rows = []
+    for c in cols:
+        f = {name: ctx.features[name][c] for name in FEATURES}
+        price = ctx.price(int(c), float(close[c]))
+        rows.append(
+            (
+                masker.symbol_label(str(ctx.view.symbols[c])),
+                str(ctx.view.boards[c]),
+                "n/a" if price is None else f"{price:.2f}",
+                _pct(f["ret_5d"]),
+                _pct(f["ret_20d"]),
+                _pct(f["ret_60d"]),
+                _pct(f["vol_20d"]),
+                f"{f['amount_20d'] / 1e6:,.1f}" if np.isfinite(f["amount_20d"]) else "n/a",
+                _pct(f["dist_52w_high"]),
+                f"{f['rsi_14']:.1f}" if np.isfinite(f["rsi_14"]) else "n/a",
+            )
+        )
+    rows.sort()
+    head = (
+        "| id | board | close | ret_5d | ret_20d | ret_60d | vol_20d | amount_20d (M) "
+        "| dist_52w_high | rsi_14 |\n|" + "---|" * 10
+    )
+    body = "\n".join("| " + " | ".join(r) + " |" for r in rows)
+    return f"\nCandidates ({len(rows)}, data to the previous close):\n{head}\n{body}\n"
+
+
+def _account_text(ctx: StepContext, masker: Masker) -> str:
+    a = ctx.account
+    lines = [f"cash CNY {a.cash:,.2f}; NAV CNY {a.nav:,.2f}; {len(a.positions)} holdings"]
+    for p in sorted(a.positions, key=lambda p: masker.symbol_label(p.symbol)):
+        price = ctx.price(ctx.view.column(p.symbol), p.close)
+        shown = "n/a" if price is None else f"{price:.2f}"
+        lines.append(
+            f"- {masker.symbol_label(p.symbol)}: {p.shares:,} shares "
+            f"(sellable {p.available:,}), weight {p.weight * 100:.2f}%, close {shown}"
+        )
+    return "\n".join(lines)
+
+
+def _outcome_text(records: tuple[OrderRecord, ...], masker: Masker) -> str:
+    if not records:
+        return "no orders"
+    lines = []
+    for r in records:
+        ident = masker.symbol_label(r.symbol)
+        if r.status == "rejected":
+            lines.append(
+                f"- {r.side} {ident}: rejected {r.reject_code.value if r.reject_code else ''}"
+                f" ({masker.mask_text(r.message)})"
+            )
+        else:
+            lines.append(
+                f"- {r.side} {ident}: {r.status} {r.filled_shares:,} shares, "
+                f"cost {r.cost:,.2f}" + (f" ({masker.mask_text(r.message)})" if r.message else "")
+            )
+    return "\n".join(lines)
+
+
+def user_message(
+    ctx: StepContext,
+    masker: Masker,
+    prompts: PromptSet,
+    mode: str,
+    step: StepInfo,
+    candidates_k: int = 10,
+    max_orders: int = 20,
+) -> str:
+    """Fill the shared user template for `mode`; the result passes through the mask."""
+    ids = sorted(masker.symbol_label(s) for s in ctx.universe_set)
+    if mode == "memory_only":
+        listing = "Identifiers: " + ", ".join(ids)
+    else:
+        listing = "Preview: " + ", ".join(ids[:20]) + (" ..." if len(ids) > 20 else "")
+    text = prompts.user.format(
+        step_label=f"Step {step.index} of {step.total}. Decision day "
+        f"{masker.day_label(ctx.view.as_of)}, before the open.",
+        constraints=CONSTRAINTS.format(max_orders=max_orders),
+        account=_account_text(ctx, masker),
+        universe_size=len(ids),
+        universe_listing=listing,
+        feature_table=feature_table(ctx, masker, candidates_k) if mode == "fixed_candidate" else "",
+        previous_outcome=_outcome_text(step.previous, masker),
+        cum_return=_pct(step.cum_return),
+        bench_return=_pct(step.bench_return),
+    )
+    return masker.mask_text(text)

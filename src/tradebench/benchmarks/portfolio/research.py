@@ -1,0 +1,240 @@
+"""The six read-only research tools of `open_research` mode, over real identifiers.
+
+Each function takes a `StepContext` and already-unmasked arguments and returns JSON-able
+data with real symbols and ISO dates; `tools.py` wraps them with masking and schemas.
+Numbers are computed on the real series; only identifiers and dates are masked later.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tradebench.benchmarks.portfolio.context import StepContext
+from tradebench.errors import ToolError
+from tradebench.features.technical import FEATURES
+from tradebench.market.broker import DayQuotes, ExecutionContext, execute_orders
+from tradebench.market.ledger import Account
+from tradebench.market.orders import Order
+
+SCREEN_FEATURES = FEATURES
+
+
+def _r(x: float, digits: int = 4) -> float | None:
+    return round(float(x), digits) if np.isfinite(x) else None
+
+
+def _col(ctx: StepContext, symbol: str) -> int:
+    col = ctx.view.column(symbol)
+    if col < 0:
+        raise ToolError(f"unknown stock id {symbol}")
+    return col
+
+
+def get_market_context(ctx: StepContext) -> dict[str, Any]:
+    """Index returns (1/5/20 days), breadth, limit hits and dispersion on T-1."""
+    v = ctx.view
+    idx = v.index_window("close", 21)
+    rets = {
+        f"index_ret_{n}d": _r(idx[-1] / idx[-1 - n] - 1) if idx.size > n else None
+        for n in (1, 5, 20)
+    }
+    close = v.window("close", 2)
+    members = ctx.universe
+    out: dict[str, Any] = {"as_of": str(v.last_day), "universe_size": int(members.size), **rets}
+    if close.shape[0] == 2:
+        day_ret = close[1, members] / close[0, members] - 1
+        ok = np.isfinite(day_ret)
+        thr = v.limit_pct[members] - 0.005
+        out |= {
+            "advancers": int((day_ret[ok] > 0).sum()),
+            "decliners": int((day_ret[ok] < 0).sum()),
+            "breadth": _r((day_ret[ok] > 0).mean()) if ok.any() else None,
+            "limit_up_count": int((day_ret >= thr)[ok].sum()),
+            "limit_down_count": int((day_ret <= -thr)[ok].sum()),
+            "cross_sectional_dispersion": _r(np.std(day_ret[ok])) if ok.any() else None,
+            "suspended_count": int(v.last("suspended")[members].sum()),
+        }
+    vol = ctx.features["vol_20d"][members]
+    out["median_vol_20d"] = _r(np.nanmedian(vol)) if np.isfinite(vol).any() else None
+    return out
+
+
+def screen_candidates(
+    ctx: StepContext,
+    feature: str,
+    top_k: int = 10,
+    ascending: bool = False,
+    board: str | None = None,
+    exclude_suspended: bool = True,
+) -> dict[str, Any]:
+    """Rank today's universe by a feature, with optional board and suspension filters."""
+    if feature not in SCREEN_FEATURES:
+        raise ToolError(f"unknown feature {feature!r}; choose one of {list(SCREEN_FEATURES)}")
+    cols = ctx.universe
+    if board:
+        cols = cols[ctx.view.boards[cols] == board]
+    if exclude_suspended:
+        cols = cols[~ctx.view.last("suspended")[cols]]
+    values = ctx.features[feature][cols]
+    ok = np.isfinite(values)
+    cols, values = cols[ok], values[ok]
+    order = np.lexsort((ctx.view.symbols[cols].astype(str), values if ascending else -values))
+    rows = [
+        {
+            "stock_id": str(ctx.view.symbols[c]),
+            feature: _r(values[i]),
+            "board": str(ctx.view.boards[c]),
+            "ret_5d": _r(ctx.features["ret_5d"][c]),
+        }
+        for i, c in ((i, cols[i]) for i in order[:top_k])
+    ]
+    return {"feature": feature, "ascending": ascending, "count": len(rows), "rows": rows}
+
+
+def _limit_prices(ctx: StepContext, col: int) -> dict[str, Any]:
+    close = float(ctx.view.last("close")[col])
+    pct = float(ctx.view.limit_pct[col])
+    if pct <= 0 or not np.isfinite(close):
+        return {"limit_pct": pct or None, "next_limit_up": None, "next_limit_down": None}
+    return {
+        "limit_pct": pct,
+        "next_limit_up": ctx.price(col, round(close * (1 + pct), 2)),
+        "next_limit_down": ctx.price(col, round(close * (1 - pct), 2)),
+    }
+
+
+def get_stock_snapshot(ctx: StepContext, stock_id: str, lookback: int = 10) -> dict[str, Any]:
+    """Recent bars, features, board, limits, limit-hit warnings and the holding of one name."""
+    col = _col(ctx, stock_id)
+    bars = ctx.view.history(stock_id, lookback)
+    rows = [
+        {
+            "date": str(day.date()),
+            "open": ctx.price(col, r.open),
+            "high": ctx.price(col, r.high),
+            "low": ctx.price(col, r.low),
+            "close": ctx.price(col, r.close),
+            "volume": float(r.volume),
+            "suspended": bool(r.suspended),
+        }
+        for day, r in zip(bars.index, bars.itertuples(), strict=True)
+    ]
+    closes = ctx.view.window("close", 6)[:, col]
+    moves = closes[1:] / closes[:-1] - 1
+    near = float(ctx.view.limit_pct[col]) - 0.005
+    hits = int(np.sum(np.abs(moves[np.isfinite(moves)]) >= near)) if near > 0 else 0
+    held = ctx.account.holding(stock_id)
+    nav = ctx.account.nav
+    lot_cost = float(ctx.view.last("close")[col]) * ctx.rules.lot_size
+    return {
+        "stock_id": stock_id,
+        "board": str(ctx.view.boards[col]),
+        "in_universe": stock_id in ctx.universe_set,
+        "bars": rows,
+        "features": {k: _r(v[col]) for k, v in ctx.features.items()},
+        **_limit_prices(ctx, col),
+        "limit_hits_last_5d": hits,
+        "warning": "hit a daily limit in the last 5 days" if hits else None,
+        "one_lot_cost_pct_nav": _r(lot_cost / nav * 100, 3) if nav > 0 else None,
+        "holding": None
+        if held is None
+        else {"shares": held.shares, "sellable": held.available, "weight": _r(held.weight)},
+    }
+
+
+def compare_candidates(ctx: StepContext, stock_ids: list[str]) -> dict[str, Any]:
+    """2-10 names side by side with their 60-day daily-return correlations."""
+    if not 2 <= len(stock_ids) <= 10:
+        raise ToolError("compare 2 to 10 stock ids")
+    cols = [_col(ctx, s) for s in stock_ids]
+    adj = ctx.view.window("adj_close", 61)[:, cols]
+    rets = adj[1:] / adj[:-1] - 1
+    ok = np.isfinite(rets).all(axis=1)
+    corr = np.corrcoef(rets[ok].T) if ok.sum() > 2 else np.full((len(cols), len(cols)), np.nan)
+    return {
+        "rows": [
+            {
+                "stock_id": s,
+                "board": str(ctx.view.boards[c]),
+                **{k: _r(v[c]) for k, v in ctx.features.items()},
+            }
+            for s, c in zip(stock_ids, cols, strict=True)
+        ],
+        "correlation_60d": {
+            s: {t: _r(corr[i, j], 3) for j, t in enumerate(stock_ids)}
+            for i, s in enumerate(stock_ids)
+        },
+    }
+
+
+def get_portfolio_state(ctx: StepContext) -> dict[str, Any]:
+    """Cash, NAV, holdings with weights and sellable shares, at T-1's close."""
+    a = ctx.account
+    return {
+        "cash": round(a.cash, 2),
+        "nav": round(a.nav, 2),
+        "cash_weight": _r(a.cash / a.nav) if a.nav > 0 else None,
+        "positions": [
+            {
+                "stock_id": p.symbol,
+                "shares": p.shares,
+                "sellable": p.available,
+                "close": ctx.price(ctx.view.column(p.symbol), p.close),
+                "weight": _r(p.weight),
+            }
+            for p in a.positions
+        ],
+    }
+
+
+def risk_check(ctx: StepContext, orders: list[Order]) -> dict[str, Any]:
+    """Dry-run orders through the broker's rules on the state as of T-1.
+
+    T-1's bar stands in for the fill day (its close as the price, its limit status), so
+    the result predicts rejections and costs; it cannot know T's open.
+    """
+    v = ctx.view
+    if v.t < 2:
+        raise ToolError("not enough history for a dry run")
+    close = v.window("close", 2)
+    account = _account_copy(ctx)
+    quotes = DayQuotes(
+        open=close[1],
+        high=v.last("high"),
+        low=v.last("low"),
+        close=close[1],
+        prev_close=close[1],
+        ref_close=close[0],
+        suspended=v.last("suspended"),
+        threshold=v._panel.limit_threshold,
+        column=v._panel.column_map,
+    )
+    exe = ExecutionContext(rules=ctx.rules, nav_prev=ctx.account.nav, universe=ctx.universe_set)
+    records = execute_orders(orders, account, quotes, exe)
+    return {
+        "predicted": [
+            {
+                "stock_id": r.symbol,
+                "side": r.side,
+                "status": r.status,
+                "shares": r.filled_shares or r.requested_shares,
+                "est_cost": round(r.cost, 2),
+                "reject_code": r.reject_code.value if r.reject_code else None,
+                "message": r.message,
+            }
+            for r in records
+        ],
+        "cash_after": round(account.cash, 2),
+        "note": "priced at the last close; real fills happen at the next open",
+    }
+
+
+def _account_copy(ctx: StepContext) -> Account:
+    account = Account(ctx.account.cash)
+    for p in ctx.account.positions:
+        account.record_buy(p.symbol, p.shares, 0.0, 0.0, t_plus_one=True)
+        account.holdings[p.symbol].available = p.available
+    account.cash = ctx.account.cash
+    return account

@@ -1,0 +1,235 @@
+"""Research tools and the submit tool as the model sees them: schemas plus masking.
+
+Arguments are unmasked before they reach the data and results are re-masked before
+they reach the model, error messages included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from tradebench.agents.tools import ArgumentError, SubmitTool, Tool
+from tradebench.benchmarks.portfolio import research
+from tradebench.benchmarks.portfolio.context import StepContext
+from tradebench.errors import ToolError
+from tradebench.llm.types import ToolSpec
+from tradebench.market.orders import Action, Order
+from tradebench.masking import Masker
+
+ID = {"type": "string", "maxLength": 24}
+
+
+class SubmitOrder(BaseModel):
+    """One order as the model writes it (identifiers as shown to it)."""
+
+    stock_id: str = Field(max_length=24)
+    side: Literal["BUY", "SELL"]
+    target_weight: float | None = Field(default=None, ge=0.0, le=1.0)
+    shares: int | None = Field(default=None, gt=0, le=100_000_000)
+    confidence: float = Field(ge=0.0, le=1.0)
+    reason: str = Field(min_length=10, max_length=300)
+
+
+class SubmitAction(BaseModel):
+    """The day's decision as the model writes it."""
+
+    orders: list[SubmitOrder] = Field(default_factory=list, max_length=20)
+    overall_reason: str = Field(min_length=20, max_length=600)
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A validated submission: the action with real symbols and the orders as sent."""
+
+    action: Action
+    sent: SubmitAction
+
+
+def _masked(masker: Masker, fn: Callable[[dict[str, Any]], Any]) -> Callable[[dict[str, Any]], Any]:
+    def run(arguments: dict[str, Any]) -> Any:
+        try:
+            return masker.mask(fn(arguments))
+        except ToolError as exc:
+            raise ToolError(masker.mask_text(str(exc))) from None
+
+    return run
+
+
+def _spec(
+    name: str, description: str, properties: dict[str, Any], required: list[str] | None = None
+) -> ToolSpec:
+    return ToolSpec(
+        name=name,
+        description=description,
+        parameters={
+            "type": "object",
+            "properties": properties,
+            "required": required or [],
+            "additionalProperties": False,
+        },
+    )
+
+
+def _orders(ctx: StepContext, masker: Masker, raw: list[dict[str, Any]]) -> list[Order]:
+    orders = []
+    for o in raw:
+        size = (
+            {"shares": int(o["shares"])}
+            if o.get("shares")
+            else {"target_weight": float(o.get("target_weight") or 0.0)}
+        )
+        orders.append(
+            Order(stock_id=masker.unmask_symbol(str(o["stock_id"])), side=o["side"], **size)
+        )
+    return orders
+
+
+def research_tools(ctx: StepContext, masker: Masker) -> list[Tool]:
+    """The six read-only tools of open-research mode, masked for this episode."""
+    features = list(research.SCREEN_FEATURES)
+    sym = masker.unmask_symbol
+    order_item = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["stock_id", "side"],
+        "properties": {
+            "stock_id": ID,
+            "side": {"enum": ["BUY", "SELL"]},
+            "target_weight": {"type": "number", "minimum": 0, "maximum": 1},
+            "shares": {"type": "integer", "minimum": 1},
+        },
+    }
+    table = [
+        (
+            _spec(
+                "get_market_context",
+                "Index returns, breadth, limit hits and dispersion at the previous close.",
+                {},
+            ),
+            lambda a: research.get_market_context(ctx),
+        ),
+        (
+            _spec(
+                "screen_candidates",
+                "Rank the tradable universe by a feature.",
+                {
+                    "feature": {"enum": features},
+                    "top_k": {"type": "integer", "minimum": 1, "maximum": 30},
+                    "ascending": {"type": "boolean"},
+                    "board": {"enum": ["main_sh", "main_sz", "chinext", "star", "beijing"]},
+                },
+                ["feature"],
+            ),
+            lambda a: research.screen_candidates(
+                ctx, a["feature"], a.get("top_k", 10), a.get("ascending", False), a.get("board")
+            ),
+        ),
+        (
+            _spec(
+                "get_stock_snapshot",
+                "Recent bars, features, board, next-day limit prices, "
+                "limit-hit warnings and your holding for one stock.",
+                {"stock_id": ID, "lookback": {"type": "integer", "minimum": 1, "maximum": 30}},
+                ["stock_id"],
+            ),
+            lambda a: research.get_stock_snapshot(ctx, sym(a["stock_id"]), a.get("lookback", 10)),
+        ),
+        (
+            _spec(
+                "compare_candidates",
+                "2-10 stocks side by side with 60-day return correlations.",
+                {"stock_ids": {"type": "array", "items": ID, "minItems": 2, "maxItems": 10}},
+                ["stock_ids"],
+            ),
+            lambda a: research.compare_candidates(ctx, [sym(s) for s in a["stock_ids"]]),
+        ),
+        (
+            _spec("get_portfolio_state", "Cash, NAV and holdings with sellable shares.", {}),
+            lambda a: research.get_portfolio_state(ctx),
+        ),
+        (
+            _spec(
+                "risk_check",
+                "Dry-run proposed orders through the trading rules on the state "
+                "at the previous close: predicted rejections and costs.",
+                {"orders": {"type": "array", "items": order_item, "maxItems": 20}},
+                ["orders"],
+            ),
+            lambda a: research.risk_check(ctx, _orders(ctx, masker, a["orders"])),
+        ),
+    ]
+    return [Tool(spec=spec, fn=_masked(masker, fn)) for spec, fn in table]
+
+
+def submit_tool(ctx: StepContext, masker: Masker) -> SubmitTool:
+    """`submit_action`: schema, then the benchmark's constraints with masked feedback."""
+
+    def check(sent: SubmitAction) -> Submission:
+        problems, orders, seen_buy = [], [], False
+        held = ctx.held()
+        for i, o in enumerate(sent.orders):
+            try:
+                symbol = masker.unmask_symbol(o.stock_id)
+            except ToolError as exc:
+                problems.append(f"orders/{i}: {exc}")
+                continue
+            if (o.target_weight is None) == (o.shares is None):
+                problems.append(f"orders/{i}: give exactly one of target_weight or shares")
+            if o.side == "BUY" and symbol not in ctx.universe_set:
+                problems.append(f"orders/{i}: {o.stock_id} is not in the tradable universe")
+            if o.side == "SELL" and symbol not in held:
+                problems.append(f"orders/{i}: you hold no {o.stock_id} to sell")
+            if o.side == "SELL" and seen_buy:
+                problems.append(f"orders/{i}: put every SELL before every BUY")
+            seen_buy = seen_buy or o.side == "BUY"
+            if not problems:
+                size = (
+                    {"shares": o.shares}
+                    if o.shares is not None
+                    else {"target_weight": o.target_weight}
+                )
+                orders.append(
+                    Order(
+                        stock_id=symbol,
+                        side=o.side,
+                        confidence=o.confidence,
+                        reason=o.reason,
+                        **size,
+                    )
+                )
+        if problems:
+            raise ToolError(masker.mask_text("; ".join(problems)))
+        return Submission(
+            action=Action(orders=orders, overall_reason=sent.overall_reason), sent=sent
+        )
+
+    def validate(arguments: dict[str, Any]) -> Submission:
+        try:
+            sent = SubmitAction.model_validate(arguments)
+        except ValidationError as exc:
+            issues = [
+                {
+                    "path": "/".join(str(p) for p in e["loc"]) or "(root)",
+                    "message": masker.mask_text(e["msg"]),
+                }
+                for e in exc.errors()[:8]
+            ]
+            raise ArgumentError("submission is not a valid SubmitAction", issues) from None
+        return check(sent)
+
+    return SubmitTool(spec=_submit_spec(), validate_fn=validate)
+
+
+@lru_cache(maxsize=1)
+def _submit_spec() -> ToolSpec:
+    """The submit tool's schema, generated once (pydantic schema generation is slow)."""
+    return ToolSpec(
+        name="submit_action",
+        description="Submit today's orders (may be empty).",
+        parameters=SubmitAction.model_json_schema(),
+    )

@@ -1,0 +1,63 @@
+"""Self-contained HTML reports of a run folder.
+
+`build_report(run_dir)` reads `spec.yaml`, `summary.parquet` (or the episode folders) and
+each episode's steps and orders, and writes `run_dir/report.html`: plotly.js embedded
+once, every data string escaped, tables readable without JavaScript. Sections are
+functions `(RunData, ReportOptions) -> Section | None`; see `docs/report.md`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from tradebench.report.html import Section, render_page
+from tradebench.report.load import RunData, load_run
+from tradebench.report.sections import DEFAULT_SECTIONS, ReportOptions, SectionBuilder
+from tradebench.report.summary import SUMMARY_COLUMNS, summarise_episodes, write_summary
+
+REPORT_FILE = "report.html"
+
+__all__ = [
+    "DEFAULT_SECTIONS",
+    "REPORT_FILE",
+    "SUMMARY_COLUMNS",
+    "ReportOptions",
+    "RunData",
+    "Section",
+    "SectionBuilder",
+    "build_report",
+    "load_run",
+    "render_report",
+    "summarise_episodes",
+    "write_summary",
+]
+
+
+def render_report(
+    run: RunData,
+    options: ReportOptions | None = None,
+    sections: Sequence[SectionBuilder] = DEFAULT_SECTIONS,
+) -> str:
+    """The report page of a loaded run as HTML text."""
+    options = options or ReportOptions()
+    built = [s for s in (builder(run, options) for builder in sections) if s is not None]
+    subtitle = f"tradebench report of {run.run_dir.resolve()}"
+    return render_page(run.name, built, subtitle)
+
+
+def build_report(
+    run_dir: Path,
+    options: ReportOptions | None = None,
+    sections: Sequence[SectionBuilder] = DEFAULT_SECTIONS,
+) -> Path:
+    """Write `run_dir/report.html` and return its path.
+
+    Raises:
+        ConfigError: `run_dir` does not exist or holds no episodes.
+        DataError: a run file is unreadable.
+    """
+    run = load_run(Path(run_dir))
+    out = run.run_dir / REPORT_FILE
+    out.write_text(render_report(run, options, sections), encoding="utf-8")
+    return out

@@ -1,0 +1,113 @@
+"""Load what the report needs from a run folder: spec, summary, steps and orders.
+
+Only the run folder is read, never the dataset. `summary.parquet` is used when present
+(the runner writes it); otherwise the summary is computed from the episode folders.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from tradebench.errors import ConfigError, DataError
+from tradebench.report.summary import (
+    EPISODES_DIR,
+    SUMMARY_FILE,
+    episode_dirs,
+    initial_cash,
+    normalise_summary,
+    summarise_episodes,
+)
+
+STEP_COLUMNS = ("date", "nav", "benchmark_close")
+"""Step columns the report reads."""
+ORDER_COLUMNS = ("date", "symbol", "side", "confidence", "reason", "status", "reject_code")
+"""Order columns the report reads (plus `stock_id_sent` when present)."""
+
+
+@dataclass(frozen=True)
+class RunData:
+    """A run folder as the report sections see it (read-only by convention)."""
+
+    run_dir: Path
+    """The run folder."""
+    name: str
+    """Run name: the spec's `name`, else the folder name."""
+    spec: dict[str, Any]
+    """The resolved run spec (`{}` when `spec.yaml` is absent)."""
+    summary: pd.DataFrame
+    """One row per episode (`report.summary.SUMMARY_COLUMNS`)."""
+    steps: Mapping[str, pd.DataFrame] = field(default_factory=dict)
+    """Episode id -> steps (`STEP_COLUMNS`, dates as timestamps)."""
+    orders: Mapping[str, pd.DataFrame] = field(default_factory=dict)
+    """Episode id -> orders (`ORDER_COLUMNS` and `stock_id_sent`, null when absent)."""
+    initial_cash: Mapping[str, float] = field(default_factory=dict)
+    """Episode id -> start capital."""
+
+    def done(self) -> pd.DataFrame:
+        """Summary rows of finished episodes."""
+        return self.summary[self.summary["status"] == "done"]
+
+
+def read_spec(run_dir: Path) -> dict[str, Any]:
+    """The resolved spec from `spec.yaml`, `{}` when absent."""
+    path = run_dir / "spec.yaml"
+    if not path.exists():
+        return {}
+    try:
+        spec = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise DataError(f"{path} is not valid YAML ({exc}); fix or remove it") from exc
+    return spec if isinstance(spec, dict) else {}
+
+
+def read_summary(run_dir: Path) -> pd.DataFrame:
+    """`summary.parquet` when present, else the summary computed from the episodes."""
+    path = run_dir / SUMMARY_FILE
+    if path.exists():
+        return normalise_summary(pd.read_parquet(path))
+    return summarise_episodes(run_dir)
+
+
+def _read_table(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
+    """The listed columns of a Parquet file (absent ones null); empty when no file."""
+    frame = pd.read_parquet(path) if path.exists() else pd.DataFrame()
+    out = frame.reindex(columns=list(columns))
+    out["date"] = pd.to_datetime(out["date"])
+    return out.reset_index(drop=True)
+
+
+def load_run(run_dir: Path) -> RunData:
+    """Read a run folder for reporting.
+
+    Raises:
+        ConfigError: the folder does not exist or holds no episodes.
+    """
+    run_dir = Path(run_dir)
+    dirs = episode_dirs(run_dir)
+    summary = read_summary(run_dir)
+    if summary.empty:
+        raise ConfigError(
+            f"run folder {run_dir} has no episodes (no {EPISODES_DIR}/<id>/ folders and no "
+            f"rows in {SUMMARY_FILE}); run `tradebench run` first or pass another folder"
+        )
+    spec = read_spec(run_dir)
+    by_id = {d.name: d for d in dirs}
+    ids = [i for i in summary["episode_id"] if i in by_id]
+    return RunData(
+        run_dir=run_dir,
+        name=str(spec.get("name") or run_dir.resolve().name),
+        spec=spec,
+        summary=summary,
+        steps={i: _read_table(by_id[i] / "steps.parquet", STEP_COLUMNS) for i in ids},
+        orders={
+            i: _read_table(by_id[i] / "orders.parquet", (*ORDER_COLUMNS, "stock_id_sent"))
+            for i in ids
+        },
+        initial_cash={i: initial_cash(by_id[i]) for i in ids},
+    )

@@ -1,0 +1,180 @@
+"""Research tools: point-in-time (future noise changes nothing) and masked end to end."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tradebench.benchmarks.portfolio.context import StepContext
+from tradebench.benchmarks.portfolio.observation import StepInfo, user_message
+from tradebench.benchmarks.portfolio.prompt_files import load_prompts, system_prompt
+from tradebench.benchmarks.portfolio.tools import research_tools, submit_tool
+from tradebench.data import Dataset, load_dataset
+from tradebench.errors import ToolError
+from tradebench.market.ledger import Account
+from tradebench.market.rules import MarketRules
+from tradebench.masking import build_masker, leaked_strings
+from tradebench.view import MarketView
+
+DAY = "2024-03-01"
+
+
+@pytest.fixture(scope="module")
+def cn(cn_dataset_dir: Path) -> Dataset:
+    return load_dataset(cn_dataset_dir)
+
+
+def _noisy(ds: Dataset, cut: str, seed: int = 3) -> Dataset:
+    rng = np.random.default_rng(seed)
+    bars = ds.bars.copy()
+    late = (bars["date"] >= pd.Timestamp(cut)).to_numpy()
+    for col in ("open", "high", "low", "close", "volume", "amount", "adj_factor"):
+        bars.loc[late, col] = rng.uniform(1, 500, size=late.sum())
+    index = ds.index.copy()
+    late_idx = (index["date"] >= pd.Timestamp(cut)).to_numpy()
+    index.loc[late_idx, "close"] = rng.uniform(1, 5000, size=late_idx.sum())
+    return replace(ds, bars=bars, index=index)
+
+
+def _account(view: MarketView) -> Account:
+    acct = Account(600_000)
+    for sym, shares in (("SH600519", 100), ("SZ000001", 5000)):
+        acct.record_buy(sym, shares, 0.0, 0.0, t_plus_one=True)
+    acct.cash = 600_000
+    acct.unlock()
+    return acct
+
+
+def _calls(ds: Dataset, level: str, day: str = DAY) -> dict[str, str]:
+    view = MarketView(ds, day)
+    acct = _account(view)
+    snap = acct.snapshot(view.last("close"), view.column_map)
+    ctx = StepContext(view, snap, MarketRules.cn())
+    masker = build_masker(level, ds.panel.symbols, ds.panel.dates, day, seed=1, episode_id="e")
+    tools = {t.name: t for t in research_tools(ctx, masker)}
+    ids = [masker.symbol_label(s) for s in ("SH600519", "SZ000001", "SZ300750")]
+    args = {
+        "get_market_context": {},
+        "screen_candidates": {"feature": "ret_20d", "top_k": 15},
+        "get_stock_snapshot": {"stock_id": ids[0], "lookback": 10},
+        "compare_candidates": {"stock_ids": ids},
+        "get_portfolio_state": {},
+        "risk_check": {
+            "orders": [
+                {"stock_id": ids[1], "side": "SELL", "target_weight": 0.0},
+                {"stock_id": ids[2], "side": "BUY", "shares": 300},
+            ]
+        },
+    }
+    out = {
+        name: json.dumps(asyncio.run(tools[name].run(a)), sort_keys=True)
+        for name, a in args.items()
+    }
+    obs = user_message(
+        ctx, masker, load_prompts(), "fixed_candidate", StepInfo(2, 5, (), 0.01, 0.002)
+    )
+    out["user_message"] = obs
+    out["system"] = masker.mask_text(system_prompt(load_prompts(), "open_research", 1e6))
+    return out
+
+
+def test_tools_ignore_the_future(cn: Dataset) -> None:
+    clean = _calls(cn, "bright")
+    noisy = _calls(_noisy(cn, DAY), "bright")
+    assert clean == noisy
+    assert json.loads(clean["get_stock_snapshot"])["bars"][-1]["date"] < DAY
+
+
+@pytest.mark.parametrize("level", ["stock_blind", "date_blind", "blinded"])
+def test_masked_outputs_leak_nothing(cn: Dataset, level: str) -> None:
+    out = _calls(cn, level)
+    symbols = [str(s) for s in cn.panel.symbols]
+    for name, text in out.items():
+        leaks = leaked_strings(
+            text,
+            symbols,
+            cn.panel.dates,
+            check_symbols=level != "date_blind",
+            check_dates=level != "stock_blind",
+        )
+        assert leaks == [], (name, leaks[:5])
+
+
+def test_unknown_alias_gets_a_masked_error(cn: Dataset) -> None:
+    view = MarketView(cn, DAY)
+    snap = Account(1e6).snapshot(view.last("close"), view.column_map)
+    masker = build_masker("blinded", cn.panel.symbols, cn.panel.dates, DAY, 1, "e")
+    tools = {t.name: t for t in research_tools(StepContext(view, snap, MarketRules.cn()), masker)}
+    with pytest.raises(ToolError) as err:
+        asyncio.run(tools["get_stock_snapshot"].run({"stock_id": "asset_9999"}))
+    assert "asset_9999" in str(err.value)
+    with pytest.raises(ToolError) as err2:
+        asyncio.run(tools["get_stock_snapshot"].run({"stock_id": "SH600519"}))
+    assert "SH600519" not in str(err2.value)
+
+
+def test_alias_reaches_data_as_real_symbol(cn: Dataset) -> None:
+    out = json.loads(_calls(cn, "blinded")["get_stock_snapshot"])
+    bright = json.loads(_calls(cn, "bright")["get_stock_snapshot"])
+    assert out["features"] == bright["features"]  # same numbers, real series behind the alias
+    assert out["stock_id"].startswith("asset_") and bright["stock_id"] == "SH600519"
+
+
+def test_risk_check_predicts_rules(cn: Dataset) -> None:
+    out = json.loads(_calls(cn, "bright")["risk_check"])
+    sell, buy = out["predicted"]
+    assert sell["status"] == "filled" and sell["shares"] == 5000
+    assert buy["status"] in {"filled", "rejected"}
+    assert out["cash_after"] > 600_000  # the sale funds the buy
+
+
+def test_submit_validation_feedback_is_masked(cn: Dataset) -> None:
+    view = MarketView(cn, DAY)
+    snap = _account(view).snapshot(view.last("close"), view.column_map)
+    masker = build_masker("blinded", cn.panel.symbols, cn.panel.dates, DAY, 1, "e")
+    ctx = StepContext(view, snap, MarketRules.cn())
+    submit = submit_tool(ctx, masker)
+    held = masker.symbol_label("SZ000001")
+    good = {
+        "orders": [
+            {
+                "stock_id": held,
+                "side": "SELL",
+                "target_weight": 0.0,
+                "confidence": 0.6,
+                "reason": "take profit on strength",
+            }
+        ],
+        "overall_reason": "trim a large position before the open",
+    }
+    sub = submit.accept(good)
+    assert sub.action.orders[0].stock_id == "SZ000001"
+    bad = {
+        "orders": [
+            {
+                "stock_id": masker.symbol_label("SZ300750"),
+                "side": "BUY",
+                "shares": 100,
+                "confidence": 0.5,
+                "reason": "momentum continuation",
+            },
+            {
+                "stock_id": held,
+                "side": "SELL",
+                "shares": 100,
+                "confidence": 0.5,
+                "reason": "raise cash for the buy",
+            },
+        ],
+        "overall_reason": "rotate into momentum names today",
+    }
+    with pytest.raises(ToolError) as err:
+        submit.accept(bad)
+    assert "SELL before every BUY" in str(err.value)
+    assert "SZ000001" not in str(err.value) and "SZ300750" not in str(err.value)
