@@ -14,8 +14,8 @@ from tradebench.errors import TradebenchError
 P = ParamSpec("P")
 R = TypeVar("R")
 
-console = Console()
-err_console = Console(stderr=True)
+console = Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
 
 
 def exits_on_error(fn: Callable[P, R]) -> Callable[P, R]:
