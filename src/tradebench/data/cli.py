@@ -1,4 +1,4 @@
-"""`tradebench data`: import, synthesise and inspect datasets."""
+"""`tradebench data`: import, export, synthesise and inspect datasets."""
 
 from __future__ import annotations
 
@@ -94,6 +94,55 @@ def import_cmd(
         raise ConfigError(f"unknown --format {fmt!r}; use `long` or `qlib`")
     console.print(f"wrote dataset [bold]{out}[/] ({manifest.n_bars:,} bars)")
     _render_info(out)
+
+
+@app.command("export")
+@exits_on_error
+def export_cmd(
+    path: Annotated[Path, typer.Argument(help="Dataset folder to export.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write (new or empty).")],
+    fmt: Annotated[str, typer.Option("--format", help="Only `qlib`: a Qlib data folder.")] = "qlib",
+    symbols: Annotated[str | None, typer.Option(help="Comma-separated subset.")] = None,
+    start: Annotated[str | None, typer.Option(help="First date kept (YYYY-MM-DD).")] = None,
+    end: Annotated[str | None, typer.Option(help="Last date kept (YYYY-MM-DD).")] = None,
+    membership_universe: Annotated[
+        str, typer.Option(help="Instruments file written from the membership, e.g. csi300.")
+    ] = "csi300",
+    suspended: Annotated[
+        str, typer.Option(help="Suspended bars: `nan` (Qlib sees the suspension) or `flat`.")
+    ] = "nan",
+) -> None:
+    """Write a dataset as a Qlib binary folder (for `qlib.init(provider_uri=OUT)`).
+
+    Example:
+
+      tradebench data export data/cn --format qlib -o qlib_cn --start 2024-01-01
+    """
+    from tradebench.data.dataset import load_dataset
+    from tradebench.data.exporters.qlib import QlibExport, export_qlib
+    from tradebench.errors import ConfigError
+
+    if fmt != "qlib":
+        raise ConfigError(f"unknown --format {fmt!r}; only `qlib` is supported")
+    if suspended not in ("nan", "flat"):
+        raise ConfigError(f"unknown --suspended {suspended!r}; use nan or flat")
+    result = export_qlib(
+        load_dataset(path),
+        QlibExport(
+            out=out,
+            symbols=tuple(s.strip() for s in symbols.split(",")) if symbols else (),
+            start=start,
+            end=end,
+            membership_universe=membership_universe,
+            suspended=suspended,  # type: ignore[arg-type]
+        ),
+    )
+    console.print(
+        f"wrote Qlib folder [bold]{result.root}[/]: {result.n_symbols:,} symbols, "
+        f"{result.n_days:,} days ({result.calendar_start} .. {result.calendar_end}), "
+        f"{result.n_bars:,} bars ({result.n_suspended_nan:,} suspended written as NaN), "
+        f"instruments {', '.join(result.universes)}"
+    )
 
 
 @app.command()

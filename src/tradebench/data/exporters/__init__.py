@@ -1,0 +1,1 @@
+"""Exporters: write a tradebench dataset in another tool's on-disk format."""
