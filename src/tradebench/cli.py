@@ -39,19 +39,43 @@ app.add_typer(mcq_app, name="mcq")
 @app.command()
 @exits_on_error
 def demo(
-    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the demo's files.")] = Path(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Run folder of the demo.")] = Path(
         "tradebench-demo"
     ),
     seed: Annotated[int, typer.Option(help="Seed of the synthetic market.")] = 0,
+    model: Annotated[
+        str | None,
+        typer.Option(help="Also run a model, e.g. openai:gpt-4.1-mini (key from the env)."),
+    ] = None,
+    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible server URL.")] = None,
+    local_model: Annotated[
+        bool, typer.Option(help="Use the bundled local model when its extra is installed.")
+    ] = True,
 ) -> None:
-    """Run the offline demo on the embedded synthetic A-share market (no network, no key)."""
-    from tradebench.demo import run_demo
+    """Run the offline demo: baselines (and a model) on the synthetic A-share market.
 
-    result = run_demo(out, seed=seed)
-    console.print(f"dataset: [bold]{result.dataset_dir}[/]")
-    for key, value in result.stats.model_dump().items():
-        console.print(f"  {key:>18}: {value:.4f}")
+    Writes a run folder with a self-contained report.html. No network or API key needed
+    unless --model names a hosted model.
+    """
+    from rich.table import Table
 
+    from tradebench.demo import DemoOptions, run_demo
 
-if __name__ == "__main__":  # pragma: no cover
-    app()
+    result = run_demo(
+        DemoOptions(out=out, seed=seed, model=model, base_url=base_url, local_model=local_model)
+    )
+    table = Table(title="demo episodes (synthetic market, 2022-03-01 .. 2022-03-29)")
+    for col in ("agent", "mode", "mask", "steps", "total return", "sharpe", "cash ratio"):
+        table.add_column(col, overflow="fold")
+    for row in result.summary.itertuples():
+        table.add_row(
+            row.agent,
+            row.mode,
+            row.mask,
+            f"{row.n_steps:.0f}",
+            f"{row.total_return:+.2%}",
+            f"{row.sharpe:.2f}",
+            f"{row.cash_ratio:.2f}",
+        )
+    console.print(table)
+    console.print(f"report: [bold]{result.report}[/]")

@@ -1,26 +1,115 @@
-"""`tradebench demo`: an offline tour on the embedded synthetic market (no network, no key)."""
+"""`tradebench demo`: a small offline run on the embedded synthetic market, with a report.
+
+Baselines (equal weight, momentum top-k, cash) and the benchmark index over 20 trading
+days; plus a model when one is given (`--model provider:name`) or when the local model
+extra is installed (a bundled tiny model served by llama.cpp on loopback). No network and
+no API key are needed for the default.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from tradebench.data.dataset import load_dataset
-from tradebench.data.stats import MarketStats, market_stats
-from tradebench.data.synth import SynthConfig, synthesize
+import pandas as pd
+
+from tradebench.runs.spec import RunSpec
+
+WINDOW = {"start": "2022-03-01", "end": "2022-03-29"}
+BASELINES: list[dict[str, Any]] = [
+    {"name": "equal_weight", "baseline": "equal_weight"},
+    {"name": "momentum_top20", "baseline": "momentum_topk", "args": {"k": 20}},
+    {"name": "cash", "baseline": "cash"},
+]
+
+
+@dataclass(frozen=True)
+class DemoOptions:
+    """What the demo runs."""
+
+    out: Path
+    seed: int = 0
+    model: str | None = None
+    base_url: str | None = None
+    local_model: bool = True
+    model_steps: int = 2
 
 
 @dataclass(frozen=True)
 class DemoResult:
-    """What the demo produced."""
+    """Where the demo wrote its files, and the per-episode summary."""
 
-    dataset_dir: Path
-    stats: MarketStats
+    run_dir: Path
+    report: Path
+    summary: pd.DataFrame
+    model: str | None
 
 
-def run_demo(out: Path, seed: int = 0) -> DemoResult:
-    """Build the synthetic market under `out/` (reused when present) and summarise it."""
-    dataset_dir = Path(out) / f"synthetic-cn-seed{seed}"
-    if not (dataset_dir / "manifest.json").exists():
-        synthesize(dataset_dir, SynthConfig(seed=seed))
-    return DemoResult(dataset_dir=dataset_dir, stats=market_stats(load_dataset(dataset_dir)))
+def demo_spec(opts: DemoOptions, model_entry: dict[str, Any] | None) -> RunSpec:
+    """The demo's run spec: baselines, plus one model agent on a short blinded grid."""
+    agents = list(BASELINES) + ([model_entry] if model_entry else [])
+    return RunSpec.model_validate(
+        {
+            "dataset": f"synthetic:cn:{opts.seed}",
+            "windows": [WINDOW],
+            "modes": ["fixed_candidate"],
+            "masks": ["blinded"],
+            "seeds": [opts.seed],
+            "agents": agents,
+            "concurrency": 2,
+            "options": {"max_tool_calls": 3},
+        }
+    )
+
+
+@contextlib.contextmanager
+def model_entry(opts: DemoOptions) -> Iterator[dict[str, Any] | None]:
+    """The model agent entry (starting the bundled local model server if that is used)."""
+    if opts.model:
+        from tradebench.llm.types import ModelConfig
+
+        cfg = ModelConfig.parse(opts.model, base_url=opts.base_url)
+        yield {
+            "name": cfg.model.replace("/", "_")[:40],
+            "provider": cfg.provider,
+            "model": cfg.model,
+            "base_url": cfg.base_url,
+            "max_tokens": 400,
+            "max_steps": opts.model_steps,
+        }
+        return
+    from tradebench.llm.local import LocalServer, find_bundled_model, llama_cpp_available
+
+    if not (opts.local_model and llama_cpp_available()):
+        yield None
+        return
+    with LocalServer(find_bundled_model(), n_ctx=8192) as server:
+        yield {
+            "name": "local_tiny_model",
+            "provider": "openai",
+            "model": server.alias,
+            "base_url": server.base_url,
+            "max_tokens": 300,
+            "max_steps": opts.model_steps,
+        }
+
+
+def run_demo(opts: DemoOptions) -> DemoResult:
+    """Run the demo grid into `opts.out` (resumable), then write the HTML report."""
+    from tradebench.report import build_report
+    from tradebench.runs.runner import run_spec
+
+    run_dir = Path(opts.out)
+    with model_entry(opts) as entry:
+        summary_path = asyncio.run(run_spec(demo_spec(opts, entry), run_dir))
+    report = build_report(run_dir)
+    return DemoResult(
+        run_dir=run_dir,
+        report=report,
+        summary=pd.read_parquet(summary_path),
+        model=None if entry is None else entry["name"],
+    )

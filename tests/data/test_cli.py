@@ -65,9 +65,11 @@ def test_errors_are_one_line_without_traceback(tmp_path: Path) -> None:
 
 
 def test_demo_offline(tmp_path: Path) -> None:
-    result = runner.invoke(app, ["demo", "-o", str(tmp_path / "demo")])
+    result = runner.invoke(app, ["demo", "-o", str(tmp_path / "demo"), "--no-local-model"])
     assert result.exit_code == 0, result.output
-    assert (tmp_path / "demo" / "synthetic-cn-seed0" / "manifest.json").exists()
+    assert (tmp_path / "demo" / "data" / "synthetic-cn-seed0" / "manifest.json").exists()
+    assert (tmp_path / "demo" / "report.html").exists()
+    assert "report.html" in result.output and "equal_weight" in result.output
 
 
 def test_help_teaches() -> None:

@@ -16,7 +16,15 @@ from tradebench.llm.cache import ResponseCache
 from tradebench.market.rules import MarketRules
 from tradebench.runs.backtest import run_backtest
 from tradebench.runs.checkpoint import Checkpoint
-from tradebench.runs.runner import EPISODES, RunProgress, _dataset, _meta, episode_window, finish
+from tradebench.runs.runner import (
+    EPISODES,
+    RunProgress,
+    cached_dataset,
+    episode_meta,
+    episode_window,
+    finish,
+    step_cap,
+)
 from tradebench.runs.spec import Episode, RunSpec
 from tradebench.runs.store import write_json
 
@@ -48,7 +56,7 @@ async def _episode(
     model: ChatModel,
     progress: RunProgress,
 ) -> None:
-    ds = _dataset(str(dataset))
+    ds = cached_dataset(str(dataset))
     opts = spec.options
     rules = MarketRules.for_market(ds.market, initial_cash=opts.initial_cash)
     prompts = load_prompts(opts.prompt_version)
@@ -61,7 +69,7 @@ async def _episode(
         "price_mode": opts.price_mode,
         "max_tool_calls": opts.max_tool_calls,
     }
-    write_json(folder / "episode.json", _meta(ep, "running", extra))
+    write_json(folder / "episode.json", episode_meta(ep, "running", extra))
     agent = PortfolioLLMAgent(
         model=model,
         mode=ep.mode,
@@ -81,7 +89,7 @@ async def _episode(
         prompts=prompts,
         name=ep.agent,
     )
-    start, end = episode_window(ds, ep, opts.max_steps)
+    start, end = episode_window(ds, ep, step_cap(opts.max_steps, entry.max_steps))
     result = await run_backtest(
         ds,
         agent,

@@ -67,6 +67,12 @@ def resolve_dataset(name: str, run_dir: Path) -> Path:
     return path
 
 
+def step_cap(*caps: int | None) -> int | None:
+    """The tightest of the given step caps (None = no cap)."""
+    given = [c for c in caps if c is not None]
+    return min(given) if given else None
+
+
 def episode_window(ds: Dataset, ep: Episode, max_steps: int | None) -> tuple[str, str]:
     """The episode's (start, end), cut to `max_steps` trading days when set."""
     start, end = str(ep.window.start), str(ep.window.end)
@@ -76,7 +82,8 @@ def episode_window(ds: Dataset, ep: Episode, max_steps: int | None) -> tuple[str
     return start, end
 
 
-def _meta(ep: Episode, status: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def episode_meta(ep: Episode, status: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The `episode.json` payload of an episode in a given status."""
     return {
         "episode_id": ep.id,
         "agent": ep.agent,
@@ -107,11 +114,12 @@ def finish(folder: Path, ep: Episode, result: Any, rules: MarketRules, extra: di
         "rules": rules.__dict__,
     }
     write_run(folder, result, score(result), info)
-    write_json(folder / "episode.json", _meta(ep, "done", extra))
+    write_json(folder / "episode.json", episode_meta(ep, "done", extra))
 
 
 @lru_cache(maxsize=4)
-def _dataset(path: str) -> Dataset:
+def cached_dataset(path: str) -> Dataset:
+    """A dataset loaded (and its panel built) once per process."""
     ds = load_dataset(path)
     ds.panel  # noqa: B018  (build once per process)
     return ds
@@ -130,10 +138,10 @@ def run_baseline_episode(
     from tradebench.agents import baselines  # noqa: F401  (registers baselines)
     from tradebench.agents.protocol import AGENTS
 
-    ds = _dataset(dataset)
+    ds = cached_dataset(dataset)
     rules = MarketRules.for_market(ds.market, initial_cash=initial_cash)
     out = Path(folder)
-    write_json(out / "episode.json", _meta(ep, "running"))
+    write_json(out / "episode.json", episode_meta(ep, "running"))
     if ep.kind == "benchmark":
         result = benchmark_result(ds, start, end, initial_cash)
         extra: dict[str, Any] = {}
@@ -162,11 +170,11 @@ async def run_baselines(
 ) -> None:
     """Baseline and benchmark episodes in a process pool (inline when only a few)."""
     entries = {a.name: a for a in spec.agents}
-    ds = _dataset(str(dataset))
+    ds = cached_dataset(str(dataset))
     jobs = []
     for ep in todo:
-        start, end = episode_window(ds, ep, spec.options.max_steps)
         entry = entries.get(ep.agent, AgentEntry(name="benchmark", baseline="cash"))
+        start, end = episode_window(ds, ep, step_cap(spec.options.max_steps, entry.max_steps))
         jobs.append(
             (
                 str(dataset),

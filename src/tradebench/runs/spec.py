@@ -49,6 +49,9 @@ class AgentEntry(BaseModel):
     temperature: float = 0.0
     max_tokens: int = Field(default=1024, ge=16)
     extra: dict[str, Any] = Field(default_factory=dict)
+    max_steps: int | None = Field(
+        default=None, ge=1, description="cap on this agent's steps per episode (slow models)"
+    )
 
     @model_validator(mode="after")
     def _one_kind(self) -> AgentEntry:
