@@ -27,3 +27,22 @@ def timed(label: str, results: dict[str, float]) -> Iterator[None]:
     start = time.perf_counter()
     yield
     results[label] = time.perf_counter() - start
+
+
+def import_real_cn(out: Path, start: str | None = None, end: str | None = None) -> Path:
+    """Import the real CSI300 members (with index and membership) into `out`."""
+    from tradebench.data.importers.long import LongImport, import_long
+
+    data = shared_data()
+    import_long(
+        LongImport(
+            source=data / "cn" / "csi300_members_daily_2018_2026.parquet",
+            out=out,
+            index_file=data / "cn" / "csi300_index_daily.csv",
+            index_symbol="SH000300",
+            membership_file=data / "universe" / "csi300_membership.csv",
+            start=start,
+            end=end,
+        )
+    )
+    return out

@@ -24,13 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-from _common import shared_data
+from _common import import_real_cn
 
 from tradebench.agents.baselines import EqualWeightAgent, MomentumTopKAgent, tradable_members
 from tradebench.data import load_dataset
 from tradebench.data.dataset import Dataset
 from tradebench.data.exporters.qlib import QlibExport, export_qlib
-from tradebench.data.importers.long import LongImport, import_long
 from tradebench.runs.backtest import run_backtest_sync, trading_days
 from tradebench.runs.execute import score
 from tradebench.view import MarketView
@@ -138,20 +137,9 @@ def run_qlib(ds: Dataset, root: Path) -> QlibRun:
 
 
 def main() -> None:
-    data = shared_data()
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "cn"
-        import_long(
-            LongImport(
-                source=data / "cn" / "csi300_members_daily_2018_2026.parquet",
-                out=out,
-                index_file=data / "cn" / "csi300_index_daily.csv",
-                index_symbol="SH000300",
-                membership_file=data / "universe" / "csi300_membership.csv",
-                start="2023-06-01",
-                end="2026-05-08",
-            )
-        )
+        import_real_cn(out, start="2023-06-01", end="2026-05-08")
         ds = load_dataset(out)
         _ = ds.panel  # built once; not part of the simulation time
         daily = run_ours(ds)

@@ -14,14 +14,13 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import shared_data
+from _common import import_real_cn
 
 from tradebench.benchmarks.portfolio.context import StepContext
 from tradebench.benchmarks.portfolio.observation import StepInfo, user_message
 from tradebench.benchmarks.portfolio.prompt_files import load_prompts
 from tradebench.benchmarks.portfolio.tools import research_tools, submit_tool
 from tradebench.data import load_dataset
-from tradebench.data.importers.long import LongImport, import_long
 from tradebench.market.ledger import Account
 from tradebench.market.rules import MarketRules
 from tradebench.masking import build_masker
@@ -68,20 +67,9 @@ async def timed_steps(ds, days, masker, prompts) -> float:
 
 
 def main() -> None:
-    data = shared_data()
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "cn"
-        import_long(
-            LongImport(
-                source=data / "cn" / "csi300_members_daily_2018_2026.parquet",
-                out=out,
-                index_file=data / "cn" / "csi300_index_daily.csv",
-                index_symbol="SH000300",
-                membership_file=data / "universe" / "csi300_membership.csv",
-                start="2023-01-01",
-                end="2024-12-31",
-            )
-        )
+        import_real_cn(out, start="2023-01-01", end="2024-12-31")
         ds = load_dataset(out)
         prompts = load_prompts()
         days = ds.panel.dates[(ds.panel.dates >= np.datetime64("2024-03-01"))][:40]

@@ -11,28 +11,18 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import shared_data, timed
+from _common import import_real_cn, timed
 
 from tradebench.data import load_dataset
-from tradebench.data.importers.long import LongImport, import_long
 from tradebench.view import MarketView
 
 
 def main() -> None:
-    data = shared_data()
     results: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "cn"
         with timed("import (once, not part of the target)", results):
-            import_long(
-                LongImport(
-                    source=data / "cn" / "csi300_members_daily_2018_2026.parquet",
-                    out=out,
-                    index_file=data / "cn" / "csi300_index_daily.csv",
-                    index_symbol="SH000300",
-                    membership_file=data / "universe" / "csi300_membership.csv",
-                )
-            )
+            import_real_cn(out)
         with timed("load + verify checksums", results):
             ds = load_dataset(out)
         with timed("build panel", results):
