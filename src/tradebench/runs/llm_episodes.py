@@ -13,6 +13,7 @@ from tradebench.errors import BudgetExceeded
 from tradebench.llm.base import ChatModel, get_model
 from tradebench.llm.budget import Budget, BudgetState
 from tradebench.llm.cache import ResponseCache
+from tradebench.llm.types import Usage
 from tradebench.market.rules import MarketRules
 from tradebench.runs.backtest import run_backtest
 from tradebench.runs.checkpoint import Checkpoint
@@ -99,9 +100,15 @@ async def _episode(
         on_step=lambda i, n: progress.bump(steps=1),
         checkpoint=Checkpoint(folder),
     )
-    tokens = result.steps[["tokens_in", "tokens_out"]].fillna(0).to_numpy().sum()
-    finish(folder, ep, result, rules, {**extra, "tokens": int(tokens)})
-    progress.bump(episodes=1, tokens=int(tokens))
+    used = Usage(
+        input_tokens=int(result.steps["tokens_in"].fillna(0).sum()),
+        output_tokens=int(result.steps["tokens_out"].fillna(0).sum()),
+    )
+    price = spec.budget.price_for(entry.model_config_())
+    cost = {"cost_usd": price.cost(used)} if price is not None else {}
+    tokens = used.input_tokens + used.output_tokens
+    finish(folder, ep, result, rules, {**extra, "tokens": tokens, **cost})
+    progress.bump(episodes=1, tokens=tokens)
 
 
 async def run_llm_episodes(

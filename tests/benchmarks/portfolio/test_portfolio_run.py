@@ -116,3 +116,15 @@ def test_invalid_actions_retry_then_fall_back(cn_dataset_dir: Path, tmp_path: Pa
     assert all(t["fallback"] for t in trace)
     feedback = [c["error"] for t in trace for c in t["tool_calls"] if c.get("error")]
     assert any("asset_9999" in f for f in feedback)  # structured feedback went back
+
+
+def test_cost_from_the_price_table(cn_dataset_dir: Path, tmp_path: Path) -> None:
+    with LoopbackServer(responder=trader) as server:
+        spec = spec_dict(cn_dataset_dir, server.openai_url, ["blinded"], ["fixed_candidate"],
+                         end="2024-03-04")
+        label = "openai:test-model"
+        spec["budget"] = {"prices": {label: {"input_per_mtok": 1.0, "output_per_mtok": 4.0}}}
+        summary = _run(spec, tmp_path / "run")
+    row = summary[summary["kind"] == "llm"].iloc[0]
+    expected = (row["tokens_in"] * 1.0 + row["tokens_out"] * 4.0) / 1e6
+    assert row["cost_usd"] == pytest.approx(expected) and expected > 0
