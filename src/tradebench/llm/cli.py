@@ -58,7 +58,9 @@ def serve_local(
     chat_format: Annotated[
         str | None, typer.Option(help="llama-cpp chat format, e.g. gemma")
     ] = None,
-    n_ctx: Annotated[int, typer.Option(help="Context length")] = 2048,
+    n_ctx: Annotated[
+        int, typer.Option(help="Context length (the memory-only prompt lists ~300 ids)")
+    ] = 8192,
 ) -> None:
     """Serve a small bundled GGUF model behind an OpenAI-compatible API (Ctrl-C stops it)."""
     from tradebench.llm.local import BundledModel, LocalServer, find_bundled_model
