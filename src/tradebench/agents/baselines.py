@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -22,6 +23,26 @@ def tradable_members(view: MarketView) -> np.ndarray:
 def is_rebalance_day(view: MarketView, account: AccountSnapshot, every: int) -> bool:
     """Stateless schedule: every `every` trading days on the calendar, or when all cash."""
     return view.t % max(every, 1) == 0 or not account.positions
+
+
+class Sizing(Protocol):
+    """How a baseline sizes its targets."""
+
+    lot_size: int
+    cash_buffer: float
+    rounding: Rounding
+
+
+def equal_weight_decision(
+    view: MarketView, account: AccountSnapshot, cols: np.ndarray, sizing: Sizing, why: str
+) -> Decision:
+    """Orders that hold `cols` at (1 - cash buffer) / n each; no orders for no columns."""
+    if cols.size == 0:
+        return Decision(action=Action())
+    w = (1.0 - sizing.cash_buffer) / cols.size
+    targets = {str(view.symbols[c]): w for c in cols}
+    orders = rebalance_orders(targets, view, account, sizing.lot_size, sizing.rounding)
+    return Decision(action=Action(orders=orders, overall_reason=why))
 
 
 @dataclass
@@ -54,12 +75,7 @@ class EqualWeightAgent:
         if not is_rebalance_day(view, account, self.every):
             return Decision(action=Action())
         cols = tradable_members(view)
-        if cols.size == 0:
-            return Decision(action=Action())
-        w = (1.0 - self.cash_buffer) / cols.size
-        targets = {str(view.symbols[c]): w for c in cols}
-        orders = rebalance_orders(targets, view, account, self.lot_size, self.rounding)
-        return Decision(action=Action(orders=orders, overall_reason="equal-weight rebalance"))
+        return equal_weight_decision(view, account, cols, self, "equal-weight rebalance")
 
 
 @dataclass
@@ -87,13 +103,8 @@ class MomentumTopKAgent:
         ret = adj[-1, cols] / adj[0, cols] - 1.0
         ok = np.isfinite(ret)
         cols, ret = cols[ok], ret[ok]
-        order = np.lexsort((view.symbols[cols].astype(str), -ret))[: self.k]
-        if order.size == 0:
-            return Decision(action=Action())
-        w = (1.0 - self.cash_buffer) / order.size
-        targets = {str(view.symbols[cols[i]]): w for i in order}
-        orders = rebalance_orders(targets, view, account, self.lot_size, self.rounding)
-        return Decision(action=Action(orders=orders, overall_reason="momentum top-k rebalance"))
+        top = cols[np.lexsort((view.symbols[cols].astype(str), -ret))[: self.k]]
+        return equal_weight_decision(view, account, top, self, "momentum top-k rebalance")
 
 
 @AGENTS.register("cash")
