@@ -89,81 +89,80 @@ def _orders(ctx: StepContext, masker: Masker, raw: list[dict[str, Any]]) -> list
     return orders
 
 
+ORDER_ITEM = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["stock_id", "side"],
+    "properties": {
+        "stock_id": ID,
+        "side": {"enum": ["BUY", "SELL"]},
+        "target_weight": {"type": "number", "minimum": 0, "maximum": 1},
+        "shares": {"type": "integer", "minimum": 1},
+    },
+}
+RESEARCH_SPECS = {
+    spec.name: spec
+    for spec in (
+        _spec(
+            "get_market_context",
+            "Index returns, breadth, limit hits and dispersion at the previous close.",
+            {},
+        ),
+        _spec(
+            "screen_candidates",
+            "Rank the tradable universe by a feature.",
+            {
+                "feature": {"enum": list(research.SCREEN_FEATURES)},
+                "top_k": {"type": "integer", "minimum": 1, "maximum": 30},
+                "ascending": {"type": "boolean"},
+                "board": {"enum": ["main_sh", "main_sz", "chinext", "star", "beijing"]},
+            },
+            ["feature"],
+        ),
+        _spec(
+            "get_stock_snapshot",
+            "Recent bars, features, board, next-day limit prices, "
+            "limit-hit warnings and your holding for one stock.",
+            {"stock_id": ID, "lookback": {"type": "integer", "minimum": 1, "maximum": 30}},
+            ["stock_id"],
+        ),
+        _spec(
+            "compare_candidates",
+            "2-10 stocks side by side with 60-day return correlations.",
+            {"stock_ids": {"type": "array", "items": ID, "minItems": 2, "maxItems": 10}},
+            ["stock_ids"],
+        ),
+        _spec("get_portfolio_state", "Cash, NAV and holdings with sellable shares.", {}),
+        _spec(
+            "risk_check",
+            "Dry-run proposed orders through the trading rules on the state "
+            "at the previous close: predicted rejections and costs.",
+            {"orders": {"type": "array", "items": ORDER_ITEM, "maxItems": 20}},
+            ["orders"],
+        ),
+    )
+}
+"""The research tools' schemas: fixed, so built once."""
+
+
 def research_tools(ctx: StepContext, masker: Masker) -> list[Tool]:
     """The six read-only tools of open-research mode, masked for this episode."""
-    features = list(research.SCREEN_FEATURES)
     sym = masker.unmask_symbol
-    order_item = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["stock_id", "side"],
-        "properties": {
-            "stock_id": ID,
-            "side": {"enum": ["BUY", "SELL"]},
-            "target_weight": {"type": "number", "minimum": 0, "maximum": 1},
-            "shares": {"type": "integer", "minimum": 1},
-        },
+    runners: dict[str, Callable[[dict[str, Any]], Any]] = {
+        "get_market_context": lambda a: research.get_market_context(ctx),
+        "screen_candidates": lambda a: research.screen_candidates(
+            ctx, a["feature"], a.get("top_k", 10), a.get("ascending", False), a.get("board")
+        ),
+        "get_stock_snapshot": lambda a: research.get_stock_snapshot(
+            ctx, sym(a["stock_id"]), a.get("lookback", 10)
+        ),
+        "compare_candidates": lambda a: research.compare_candidates(
+            ctx, [sym(s) for s in a["stock_ids"]]
+        ),
+        "get_portfolio_state": lambda a: research.get_portfolio_state(ctx),
+        "risk_check": lambda a: research.risk_check(ctx, _orders(ctx, masker, a["orders"])),
     }
-    table = [
-        (
-            _spec(
-                "get_market_context",
-                "Index returns, breadth, limit hits and dispersion at the previous close.",
-                {},
-            ),
-            lambda a: research.get_market_context(ctx),
-        ),
-        (
-            _spec(
-                "screen_candidates",
-                "Rank the tradable universe by a feature.",
-                {
-                    "feature": {"enum": features},
-                    "top_k": {"type": "integer", "minimum": 1, "maximum": 30},
-                    "ascending": {"type": "boolean"},
-                    "board": {"enum": ["main_sh", "main_sz", "chinext", "star", "beijing"]},
-                },
-                ["feature"],
-            ),
-            lambda a: research.screen_candidates(
-                ctx, a["feature"], a.get("top_k", 10), a.get("ascending", False), a.get("board")
-            ),
-        ),
-        (
-            _spec(
-                "get_stock_snapshot",
-                "Recent bars, features, board, next-day limit prices, "
-                "limit-hit warnings and your holding for one stock.",
-                {"stock_id": ID, "lookback": {"type": "integer", "minimum": 1, "maximum": 30}},
-                ["stock_id"],
-            ),
-            lambda a: research.get_stock_snapshot(ctx, sym(a["stock_id"]), a.get("lookback", 10)),
-        ),
-        (
-            _spec(
-                "compare_candidates",
-                "2-10 stocks side by side with 60-day return correlations.",
-                {"stock_ids": {"type": "array", "items": ID, "minItems": 2, "maxItems": 10}},
-                ["stock_ids"],
-            ),
-            lambda a: research.compare_candidates(ctx, [sym(s) for s in a["stock_ids"]]),
-        ),
-        (
-            _spec("get_portfolio_state", "Cash, NAV and holdings with sellable shares.", {}),
-            lambda a: research.get_portfolio_state(ctx),
-        ),
-        (
-            _spec(
-                "risk_check",
-                "Dry-run proposed orders through the trading rules on the state "
-                "at the previous close: predicted rejections and costs.",
-                {"orders": {"type": "array", "items": order_item, "maxItems": 20}},
-                ["orders"],
-            ),
-            lambda a: research.risk_check(ctx, _orders(ctx, masker, a["orders"])),
-        ),
-    ]
-    return [Tool(spec=spec, fn=_masked(masker, fn)) for spec, fn in table]
+    return [Tool(spec=RESEARCH_SPECS[n], fn=_masked(masker, fn)) for n, fn in runners.items()]
 
 
 def submit_tool(ctx: StepContext, masker: Masker) -> SubmitTool:
