@@ -1,4 +1,4 @@
-"""`tradebench mcq`: build and check backtest-comprehension multiple-choice questions."""
+"""`tradebench mcq`: build, check, evaluate and mine backtest-comprehension questions."""
 
 from __future__ import annotations
 
@@ -16,10 +16,13 @@ from tradebench.errors import ConfigError
 if TYPE_CHECKING:
     from tradebench.benchmarks.mcq.builder import BuildResult
     from tradebench.benchmarks.mcq.config import DataRef
+    from tradebench.benchmarks.mcq.eval_run import EvalOutcome
+    from tradebench.benchmarks.mcq.mine_run import MineOutcome
+    from tradebench.llm.types import ModelConfig
 
 app = typer.Typer(
     help="Backtest-comprehension MCQs: questions from real backtrader backtests, each answer "
-    "proved by an independent re-run.",
+    "proved by an independent re-run; model evaluation and LLM question mining.",
     no_args_is_help=True,
 )
 
@@ -168,3 +171,185 @@ def check_cmd(
         console.print(table)
     if not report.ok:
         raise typer.Exit(code=1)
+
+
+def _model_configs(
+    models: list[str], base_url: str | None, max_tokens: int, temperature: float
+) -> tuple[ModelConfig, ...]:
+    from tradebench.llm.types import ModelConfig
+
+    if not models:
+        raise ConfigError("give at least one --model provider:model, e.g. openai:gpt-4.1-mini")
+    return tuple(
+        ModelConfig.parse(m, base_url=base_url, max_tokens=max_tokens, temperature=temperature)
+        for m in models
+    )
+
+
+@app.command("eval")
+@exits_on_error
+def eval_cmd(
+    path: Annotated[Path, typer.Argument(help="JSONL question file (from `mcq build`).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Results folder.")],
+    model: Annotated[
+        list[str], typer.Option("--model", help="provider:model; repeat for several models.")
+    ],
+    base_url: Annotated[
+        str | None, typer.Option(help="Endpoint root (OpenAI style includes /v1).")
+    ] = None,
+    mode: Annotated[str, typer.Option(help="no_tools or with_tools.")] = "no_tools",
+    runs: Annotated[int, typer.Option(min=1, help="Samples per question (sample_index).")] = 1,
+    concurrency: Annotated[int, typer.Option(min=1, help="Questions solved at once.")] = 4,
+    max_tokens: Annotated[int, typer.Option(min=1, help="Output cap per reply.")] = 1024,
+    temperature: Annotated[float, typer.Option(help="Sampling temperature.")] = 0.0,
+    max_tool_calls: Annotated[
+        int, typer.Option(min=0, help="with_tools: run_python calls per question.")
+    ] = 8,
+    sandbox_timeout: Annotated[
+        float, typer.Option(help="with_tools: seconds per run_python call.")
+    ] = 30.0,
+    limit: Annotated[int | None, typer.Option(min=1, help="Only the first N questions.")] = None,
+    cache_mode: Annotated[str, typer.Option(help="readwrite, replay or off.")] = "readwrite",
+    report: Annotated[bool, typer.Option(help="Also write report.html.")] = True,
+) -> None:
+    """Evaluate models on a question file: accuracy per tier over K runs, tokens, time.
+
+    Writes OUT/results.parquet (one row per question x run), OUT/summary.json and
+    OUT/report.html; replies are cached in OUT/cache.sqlite, so reruns are free.
+
+    Example: tradebench mcq eval mcq.jsonl --model openai:gpt-4.1-mini --mode with_tools
+    --runs 3 -o runs/mcq-eval
+    """
+    from tradebench.benchmarks.mcq.eval_run import EvalSpec, run_eval
+
+    if mode not in ("no_tools", "with_tools"):
+        raise ConfigError("--mode must be no_tools or with_tools")
+    if cache_mode not in ("readwrite", "replay", "off"):
+        raise ConfigError("--cache-mode must be readwrite, replay or off")
+    spec = EvalSpec(
+        models=_model_configs(model, base_url, max_tokens, temperature),
+        mode=mode,  # type: ignore[arg-type]
+        runs=runs,
+        concurrency=concurrency,
+        max_tool_calls=max_tool_calls,
+        sandbox_timeout_s=sandbox_timeout,
+        cache_mode=cache_mode,  # type: ignore[arg-type]
+    )
+    outcome = run_eval(path, spec, out, limit=limit, report=report)
+    _render_eval(outcome)
+
+
+def _render_eval(outcome: EvalOutcome) -> None:
+    table = Table("model", "slice", "accuracy", "std", "Wilson 95%", "unparseable", "refused")
+    for s in outcome.summary.models:
+        for name, acc in {"all": s.overall, **s.tiers}.items():
+            std = "" if acc.std is None else f"{acc.std:.3f}"
+            wilson = f"[{acc.wilson_low:.3f}, {acc.wilson_high:.3f}]"
+            extra = (str(s.unparseable), str(s.refused_tool_calls)) if name == "all" else ("", "")
+            table.add_row(s.model, name, f"{acc.mean:.3f}", std, wilson, *extra)
+    console.print(table)
+    console.print(f"wrote {outcome.results}, {outcome.summary_path}")
+    if outcome.report is not None:
+        console.print(f"wrote {outcome.report}")
+
+
+@app.command("report")
+@exits_on_error
+def report_cmd(
+    results: Annotated[Path, typer.Argument(help="results.parquet of `mcq eval`.")],
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="HTML file (default: beside results).")
+    ] = None,
+) -> None:
+    """Write the standalone MCQ evaluation page of a results file."""
+    from tradebench.report.mcq_section import mcq_report
+
+    path = mcq_report(results, out or results.with_name("report.html"))
+    console.print(f"wrote [bold]{path}[/]")
+
+
+@app.command("mine")
+@exits_on_error
+def mine_cmd(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Database folder (DB_DIR).")],
+    generator: Annotated[str, typer.Option(help="provider:model that writes questions.")],
+    solver: Annotated[str, typer.Option(help="provider:model that solves them.")],
+    base_url: Annotated[str | None, typer.Option(help="Endpoint root of both models.")] = None,
+    solver_base_url: Annotated[
+        str | None, typer.Option(help="Endpoint root of the solver, if it differs.")
+    ] = None,
+    rounds: Annotated[int, typer.Option(min=1, help="Generation rounds.")] = 1,
+    per_round: Annotated[int, typer.Option(min=1, help="Questions generated per round.")] = 1,
+    seed: Annotated[int, typer.Option(help="Base MCQ_SEED of the verification code.")] = 0,
+    code_timeout: Annotated[
+        float, typer.Option(help="Seconds per run of the verification code.")
+    ] = 120.0,
+    solver_timeout: Annotated[float, typer.Option(help="Seconds per solver run_python.")] = 30.0,
+    max_tool_calls: Annotated[int, typer.Option(min=0, help="Solver run_python calls.")] = 8,
+    concurrency: Annotated[int, typer.Option(min=1, help="Attempts processed at once.")] = 4,
+    history: Annotated[int, typer.Option(min=0, help="Earlier attempts shown.")] = 12,
+    max_tokens: Annotated[int, typer.Option(min=1, help="Output cap per reply.")] = 2048,
+    generator_temperature: Annotated[float, typer.Option(help="Generator temperature.")] = 0.7,
+    solver_temperature: Annotated[float, typer.Option(help="Solver temperature.")] = 0.0,
+    dataset: Annotated[Path | None, typer.Option(help="Data: tradebench dataset.")] = None,
+    bars: Annotated[Path | None, typer.Option(help="Data: long Parquet file.")] = None,
+    symbol: Annotated[str, typer.Option(help="Data: instrument.")] = "AAPL",
+    start: Annotated[str, typer.Option(help="Data: first day.")] = "2020-01-01",
+    end: Annotated[str, typer.Option(help="Data: last day.")] = "2024-01-01",
+    cache_mode: Annotated[str, typer.Option(help="readwrite, replay or off.")] = "readwrite",
+) -> None:
+    """Mine questions: an LLM writes each with the code that keys it; solvers filter them.
+
+    The code's last output line is the answer; a solver without tools must fail it and one
+    with run_python must solve it (otherwise it goes to the review queue).
+
+    Without --dataset/--bars the questions must be self-contained (data made from MCQ_SEED).
+
+    Example: tradebench mcq mine --generator openai:gpt-4.1 --solver openai:gpt-4.1-mini
+    --bars sp500.parquet --symbol AAPL --rounds 20 -o mcq-db
+    """
+    from tradebench.benchmarks.mcq.mine_run import run_mine
+    from tradebench.benchmarks.mcq.mine_types import MineSpec
+    from tradebench.llm.types import ModelConfig
+
+    if cache_mode not in ("readwrite", "replay", "off"):
+        raise ConfigError("--cache-mode must be readwrite, replay or off")
+    data = None
+    if dataset is not None or bars is not None:
+        data = _data_ref(dataset, bars, symbol, start, end)
+    spec = MineSpec(
+        generator=ModelConfig.parse(
+            generator, base_url, max_tokens=max_tokens, temperature=generator_temperature
+        ),
+        solver=ModelConfig.parse(
+            solver,
+            solver_base_url or base_url,
+            max_tokens=max_tokens,
+            temperature=solver_temperature,
+        ),
+        rounds=rounds,
+        per_round=per_round,
+        seed=seed,
+        code_timeout_s=code_timeout,
+        solver_timeout_s=solver_timeout,
+        max_tool_calls=max_tool_calls,
+        concurrency=concurrency,
+        history=history,
+        data=data,
+        cache_mode=cache_mode,  # type: ignore[arg-type]
+    )
+    outcome = run_mine(spec, out)
+    _render_mine(outcome)
+
+
+def _render_mine(outcome: MineOutcome) -> None:
+    s = outcome.summary
+    table = Table("outcome", "attempts", title=f"mining run {outcome.run_id}")
+    for name, count in s.outcomes.items():
+        table.add_row(name, str(count))
+    console.print(table)
+    tokens = ", ".join(
+        f"{role} {t.input_tokens:,} in / {t.output_tokens:,} out" for role, t in s.tokens.items()
+    )
+    console.print(f"accepted {s.outcomes['accepted']}/{s.attempts}; tokens: {tokens}")
+    console.print(f"database: {outcome.db} (logs in runs/{outcome.run_id})")

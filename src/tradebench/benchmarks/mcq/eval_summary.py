@@ -1,0 +1,147 @@
+"""Aggregate evaluation rows (one per question x run) into accuracy, counts, time and tokens.
+
+Conventions:
+- `per_run`: accuracy of each run over all its questions; `mean` is their mean and `std`
+  their sample standard deviation (ddof = 1; None with a single run), so `std` measures
+  how much a rerun of the whole set moves the score.
+- `wilson_low`/`wilson_high`: Wilson 95% interval of the pooled proportion, correct
+  attempts / all attempts (questions x runs). Repeats of one question are not independent,
+  so with several runs this interval is narrower than the question sample justifies; with
+  one run it is the usual interval over questions.
+- `unparseable`: attempts without a letter that were not refused tool calls (no tools: no
+  letter in an accepted form or an unreadable reply; with tools: no accepted `answer`).
+- Time is the sum of the model calls' recorded latencies (sandbox time is not included).
+
+Pure functions of the results frame; the report renders these same numbers.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict
+
+from tradebench.metrics.stats import wilson_interval
+
+TIERS = ("easy", "medium", "hard")
+RESULT_COLUMNS = (
+    "model",
+    "mode",
+    "run",
+    "question_id",
+    "tier",
+    "correct",
+    "parsed",
+    "refused_tool_call",
+    "input_tokens",
+    "output_tokens",
+    "latency_s",
+    "tool_calls",
+)
+"""Columns `summarise` reads."""
+
+
+class Accuracy(BaseModel):
+    """Accuracy of one slice (overall, a tier, a template) over runs."""
+
+    model_config = ConfigDict(frozen=True)
+
+    questions: int
+    """Distinct questions in the slice."""
+    attempts: int
+    """Rows (questions x runs)."""
+    correct: int
+    """Correct rows."""
+    per_run: list[float]
+    """Accuracy of each run, in run order."""
+    mean: float | None
+    """Mean of `per_run` (None when the slice is empty)."""
+    std: float | None
+    """Sample standard deviation of `per_run` (None with fewer than two runs)."""
+    wilson_low: float | None
+    """Lower bound of the Wilson 95% interval of correct / attempts."""
+    wilson_high: float | None
+    """Upper bound of that interval."""
+
+
+class ModelSummary(BaseModel):
+    """Everything the summary says about one model in one mode."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    """`provider:model` label."""
+    mode: str
+    """`no_tools` or `with_tools`."""
+    runs: int
+    """Number of runs (samples per question)."""
+    overall: Accuracy
+    """All questions."""
+    tiers: dict[str, Accuracy]
+    """Per difficulty tier present in the set."""
+    unparseable: int
+    """Attempts without a letter that were not refused tool calls."""
+    refused_tool_calls: int
+    """No-tools replies refused because they carried a tool call."""
+    tool_calls: int
+    """`run_python` calls over all attempts."""
+    input_tokens: int
+    """Prompt tokens over all attempts."""
+    output_tokens: int
+    """Completion tokens over all attempts."""
+    tokens_per_attempt: float
+    """(input + output tokens) / attempts."""
+    latency_s: float
+    """Sum of recorded model-call latencies."""
+    latency_s_per_attempt: float
+    """`latency_s` / attempts."""
+
+
+def _none(value: float) -> float | None:
+    return None if value != value else float(value)  # NaN -> None
+
+
+def accuracy(rows: pd.DataFrame) -> Accuracy:
+    """Accuracy of a slice of result rows (columns `run`, `question_id`, `correct`)."""
+    per_run = [float(g["correct"].mean()) for _, g in rows.groupby("run", sort=True)]
+    correct, attempts = int(rows["correct"].sum()), len(rows)
+    interval = wilson_interval(correct, attempts)
+    return Accuracy(
+        questions=int(rows["question_id"].nunique()),
+        attempts=attempts,
+        correct=correct,
+        per_run=per_run,
+        mean=statistics.fmean(per_run) if per_run else None,
+        std=statistics.stdev(per_run) if len(per_run) > 1 else None,
+        wilson_low=_none(interval.low),
+        wilson_high=_none(interval.high),
+    )
+
+
+def _model_summary(rows: pd.DataFrame) -> ModelSummary:
+    attempts = len(rows)
+    tokens = int(rows["input_tokens"].sum()) + int(rows["output_tokens"].sum())
+    latency = float(rows["latency_s"].sum())
+    refused = rows["refused_tool_call"].astype(bool)
+    return ModelSummary(
+        model=str(rows["model"].iloc[0]),
+        mode=str(rows["mode"].iloc[0]),
+        runs=int(rows["run"].nunique()),
+        overall=accuracy(rows),
+        tiers={t: accuracy(rows[rows["tier"] == t]) for t in TIERS if (rows["tier"] == t).any()},
+        unparseable=int((~rows["parsed"].astype(bool) & ~refused).sum()),
+        refused_tool_calls=int(refused.sum()),
+        tool_calls=int(rows["tool_calls"].sum()),
+        input_tokens=int(rows["input_tokens"].sum()),
+        output_tokens=int(rows["output_tokens"].sum()),
+        tokens_per_attempt=tokens / attempts if attempts else 0.0,
+        latency_s=latency,
+        latency_s_per_attempt=latency / attempts if attempts else 0.0,
+    )
+
+
+def summarise(rows: pd.DataFrame) -> list[ModelSummary]:
+    """One summary per (model, mode) in the rows, in order of first appearance."""
+    keys = list(dict.fromkeys(zip(rows["model"], rows["mode"], strict=True)))
+    return [_model_summary(rows[(rows["model"] == m) & (rows["mode"] == mode)]) for m, mode in keys]
