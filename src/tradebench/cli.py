@@ -79,3 +79,7 @@ def demo(
         )
     console.print(table)
     console.print(f"report: [bold]{result.report}[/]")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

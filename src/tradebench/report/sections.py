@@ -15,6 +15,7 @@ import yaml
 from tradebench.report import figures, tables
 from tradebench.report.html import Section, esc, figure_html, fmt, mean_std, note, table
 from tradebench.report.load import RunData
+from tradebench.report.single_stock_section import SINGLE_STOCK_SECTIONS
 from tradebench.report.summary import METRIC_COLUMNS, MODES, NOT_APPLICABLE
 
 
@@ -178,5 +179,6 @@ DEFAULT_SECTIONS: tuple[SectionBuilder, ...] = (
     rejection_section,
     usage_section,
     rationale_section,
+    *SINGLE_STOCK_SECTIONS,  # each returns None unless the run has single-stock episodes
 )
 """The sections of `build_report`, in page order."""

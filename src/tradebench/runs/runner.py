@@ -205,6 +205,10 @@ async def run_spec(spec: RunSpec, run_dir: Path, progress: RunProgress | None = 
     from tradebench.runs.llm_episodes import run_llm_episodes
 
     progress = progress or RunProgress()
+    if spec.benchmark == "single_stock":
+        from tradebench.benchmarks.single_stock.executor import run_single_stock
+
+        return await run_single_stock(spec, run_dir, progress)
     dataset, episodes = plan(spec, run_dir)
     todo = [ep for ep in episodes if not is_done(run_dir / EPISODES / ep.id)]
     progress.episodes_total = len(episodes)

@@ -10,6 +10,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from tradebench.benchmarks.single_stock.config import SingleStockOptions
 from tradebench.errors import ConfigError
 from tradebench.llm.budget import BudgetConfig
 from tradebench.llm.types import ModelConfig
@@ -108,7 +109,7 @@ class RunSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     schema_version: int = 1
-    benchmark: Literal["portfolio"] = "portfolio"
+    benchmark: Literal["portfolio", "single_stock"] = "portfolio"
     dataset: str = Field(description="dataset folder, or `synthetic:cn` / `synthetic:cn:SEED`")
     windows: list[Window] = Field(min_length=1)
     modes: list[Mode] = Field(default_factory=lambda: list(MODES))
@@ -119,12 +120,23 @@ class RunSpec(BaseModel):
     concurrency: int = Field(default=4, ge=1, le=256)
     cache: CacheSpec = Field(default_factory=CacheSpec)
     options: PortfolioOptions = Field(default_factory=PortfolioOptions)
+    single_stock: SingleStockOptions | None = Field(
+        default=None, description="options of `benchmark: single_stock` (defaults if omitted)"
+    )
 
     @model_validator(mode="after")
     def _unique_agents(self) -> RunSpec:
         names = [a.name for a in self.agents]
         if len(names) != len(set(names)):
             raise ValueError(f"agent names must be unique, got {names}")
+        return self
+
+    @model_validator(mode="after")
+    def _single_stock_block(self) -> RunSpec:
+        if self.benchmark == "single_stock" and self.single_stock is None:
+            self.single_stock = SingleStockOptions()
+        elif self.benchmark != "single_stock" and self.single_stock is not None:
+            raise ValueError("the `single_stock` block needs `benchmark: single_stock`")
         return self
 
     @classmethod
@@ -142,7 +154,8 @@ class RunSpec(BaseModel):
 
     def dump(self) -> str:
         """The resolved spec as YAML (written to RUN_DIR/spec.yaml)."""
-        return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False)
+        unset = {"single_stock"} if self.single_stock is None else None  # portfolio: as before
+        return yaml.safe_dump(self.model_dump(mode="json", exclude=unset), sort_keys=False)
 
 
 class Episode(BaseModel):

@@ -1,0 +1,1 @@
+"""Versioned persona prompt files; a run stores the hash of the set it used."""

@@ -1,0 +1,67 @@
+"""Write and read a single-stock episode folder; re-score it from the stored series.
+
+Files: `steps.parquet` (the per-step series), `metrics.json` (scores, guard totals and
+the summary's flat panel fields), `episode.json` (metadata, status), `trace.jsonl` and
+`progress.jsonl` (per step, see `checkpoint.py`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from tradebench.benchmarks.single_stock.scoring import SingleStockScores
+from tradebench.benchmarks.single_stock.series import guard_totals, rescore_series
+from tradebench.errors import DataError
+from tradebench.metrics import TRADING_DAYS_PER_YEAR
+from tradebench.runs.store import write_json
+
+SERIES_FILE = "steps.parquet"
+METRICS_FILE = "metrics.json"
+
+
+def metrics_payload(scores: SingleStockScores, series: pd.DataFrame) -> dict[str, Any]:
+    """`metrics.json`: full scores, guard totals, and the report summary's flat fields."""
+    s, bh = scores.strategy, scores.buy_and_hold
+    return {
+        "benchmark_kind": "single_stock",
+        "scores": scores.model_dump(mode="python"),
+        "guards": guard_totals(series),
+        "composite": scores.composite,
+        "total_return": s.cum_return,
+        "sharpe": s.sharpe,
+        "max_drawdown": s.max_drawdown,
+        "benchmark": {
+            "total_return": bh.cum_return,
+            "sharpe": bh.sharpe,
+            "max_drawdown": bh.max_drawdown,
+        },
+    }
+
+
+def write_episode(folder: Path, series: pd.DataFrame, scores: SingleStockScores) -> None:
+    """Write the series and the metrics of a finished episode."""
+    folder.mkdir(parents=True, exist_ok=True)
+    series.to_parquet(folder / SERIES_FILE, index=False)
+    write_json(folder / METRICS_FILE, metrics_payload(scores, series))
+
+
+def read_series(folder: Path) -> pd.DataFrame:
+    """The stored per-step series of an episode folder.
+
+    Raises:
+        DataError: The folder holds no series.
+    """
+    path = Path(folder) / SERIES_FILE
+    if not path.exists():
+        raise DataError(f"{path} does not exist; is {folder} a finished single-stock episode?")
+    return pd.read_parquet(path)
+
+
+def rescore_folder(
+    folder: Path, periods_per_year: float = TRADING_DAYS_PER_YEAR
+) -> SingleStockScores:
+    """Scores recomputed from an episode folder's stored series alone."""
+    return rescore_series(read_series(folder), periods_per_year)

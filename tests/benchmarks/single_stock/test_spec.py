@@ -1,0 +1,70 @@
+"""Run-spec extension: `benchmark: single_stock` validates; portfolio specs are unchanged."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from tests.benchmarks.single_stock.conftest import spec_dict
+from tradebench.benchmarks.single_stock.config import SingleStockOptions
+from tradebench.errors import ConfigError
+from tradebench.report.load import load_run
+from tradebench.report.single_stock_section import SINGLE_STOCK_SECTIONS
+from tradebench.runs.runner import run_spec
+from tradebench.runs.spec import RunSpec
+
+PORTFOLIO = {
+    "dataset": "synthetic:cn",
+    "windows": [{"start": "2022-03-01", "end": "2022-03-08"}],
+    "agents": [{"name": "ew", "baseline": "equal_weight"}],
+}
+
+
+def test_single_stock_block_defaults_and_validation() -> None:
+    spec = RunSpec.model_validate({**PORTFOLIO, "benchmark": "single_stock"})
+    assert spec.single_stock == SingleStockOptions()
+    assert spec.single_stock.symbols == ["TSLA", "SPY", "NVDA"]
+    assert spec.single_stock.episode_length == 50 and spec.single_stock.nudges == 1
+    assert "single_stock:" in spec.dump()
+    with pytest.raises(ValueError, match="needs `benchmark: single_stock`"):
+        RunSpec.model_validate({**PORTFOLIO, "single_stock": {}})
+    with pytest.raises(ValueError, match="unique"):
+        SingleStockOptions(symbols=["TSLA", "TSLA"])
+    with pytest.raises(ValueError):
+        SingleStockOptions(personas=["reckless"])
+
+
+def test_portfolio_specs_dump_as_before() -> None:
+    text = RunSpec.model_validate(PORTFOLIO).dump()
+    assert "single_stock" not in text and "benchmark: portfolio" in text
+
+
+def test_bad_tasks_fail_before_any_model_call(ss_dataset_dir: Path, tmp_path: Path) -> None:
+    spec = spec_dict(ss_dataset_dir, "http://127.0.0.1:9/v1", episode_length=5000)
+    with pytest.raises(ConfigError, match="episode_length 5000 exceeds"):
+        asyncio.run(run_spec(RunSpec.model_validate(spec), tmp_path / "run"))
+    spec = spec_dict(ss_dataset_dir, "http://127.0.0.1:9/v1", symbols=["GME"])
+    with pytest.raises(ConfigError, match="not in the dataset"):
+        asyncio.run(run_spec(RunSpec.model_validate(spec), tmp_path / "run2"))
+    spec = spec_dict(ss_dataset_dir, "http://127.0.0.1:9/v1")
+    spec["agents"][1] = {"name": "x", "baseline": "equal_weight"}
+    with pytest.raises(ConfigError, match="unknown single-stock baseline"):
+        asyncio.run(run_spec(RunSpec.model_validate(spec), tmp_path / "run3"))
+
+
+def test_persona_sections_skip_runs_without_single_stock_episodes(tmp_path: Path) -> None:
+    spec = RunSpec.model_validate(PORTFOLIO)
+    asyncio.run(run_spec(spec, tmp_path / "run"))
+    run = load_run(tmp_path / "run")
+    assert all(builder(run, None) is None for builder in SINGLE_STOCK_SECTIONS)
+
+
+def test_examples_are_valid_specs() -> None:
+    root = Path(__file__).resolve().parents[3] / "examples"
+    specs = sorted(root.glob("single_stock*.yaml"))
+    assert len(specs) == 2
+    for path in specs:
+        spec = RunSpec.load(path)
+        assert spec.benchmark == "single_stock" and spec.single_stock is not None
