@@ -15,6 +15,8 @@ from tradebench.benchmarks.mcq.cli import app as mcq_app
 from tradebench.clikit import console, exits_on_error
 from tradebench.data.cli import app as data_app
 from tradebench.llm.cli import app as llm_app
+from tradebench.metrics.attribution_cli import attribute as attribute_cmd
+from tradebench.probe.cli import app as probe_app
 from tradebench.report.cli import report as report_cmd
 from tradebench.runs.cli import backtest as backtest_cmd
 from tradebench.runs.cli import run as run_cmd
@@ -32,8 +34,10 @@ app.add_typer(data_app, name="data")
 app.command("backtest")(backtest_cmd)
 app.command("run")(run_cmd)
 app.command("report")(report_cmd)
+app.command("attribute")(attribute_cmd)
 app.add_typer(llm_app, name="llm")
 app.add_typer(mcq_app, name="mcq")
+app.add_typer(probe_app, name="probe")
 
 
 @app.command()

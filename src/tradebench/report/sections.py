@@ -13,6 +13,7 @@ import pandas as pd
 import yaml
 
 from tradebench.report import figures, tables
+from tradebench.report.attribution_section import attribution_section
 from tradebench.report.html import Section, esc, figure_html, fmt, mean_std, note, table
 from tradebench.report.load import RunData
 from tradebench.report.single_stock_section import SINGLE_STOCK_SECTIONS
@@ -175,6 +176,7 @@ DEFAULT_SECTIONS: tuple[SectionBuilder, ...] = (
     overview_section,
     equity_section,
     panel_section,
+    attribution_section,  # None unless `tradebench attribute` has run
     matrix_section,
     rejection_section,
     usage_section,

@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-import tradebench.agents.baselines  # noqa: F401  (registers the baselines)
+from tradebench.agents import baselines, ml  # noqa: F401  (register rule and factor agents)
 from tradebench.agents.protocol import AGENTS
 from tradebench.data.dataset import load_dataset
 from tradebench.market.rules import MarketRules

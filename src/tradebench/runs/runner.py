@@ -135,7 +135,7 @@ def run_baseline_episode(
     folder: str,
 ) -> int:
     """Run one baseline or benchmark episode (in a worker process); returns its steps."""
-    from tradebench.agents import baselines  # noqa: F401  (registers baselines)
+    from tradebench.agents import baselines, ml  # noqa: F401  (register the baselines)
     from tradebench.agents.protocol import AGENTS
 
     ds = cached_dataset(dataset)

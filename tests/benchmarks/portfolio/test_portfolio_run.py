@@ -120,8 +120,9 @@ def test_invalid_actions_retry_then_fall_back(cn_dataset_dir: Path, tmp_path: Pa
 
 def test_cost_from_the_price_table(cn_dataset_dir: Path, tmp_path: Path) -> None:
     with LoopbackServer(responder=trader) as server:
-        spec = spec_dict(cn_dataset_dir, server.openai_url, ["blinded"], ["fixed_candidate"],
-                         end="2024-03-04")
+        spec = spec_dict(
+            cn_dataset_dir, server.openai_url, ["blinded"], ["fixed_candidate"], end="2024-03-04"
+        )
         label = "openai:test-model"
         spec["budget"] = {"prices": {label: {"input_per_mtok": 1.0, "output_per_mtok": 4.0}}}
         summary = _run(spec, tmp_path / "run")

@@ -1,0 +1,253 @@
+"""Training and validation sets of the factor-model baselines, read through a view.
+
+Everything comes from a `MarketView` at (or after) the first decision day and is cut to
+the calendar strictly before that day, so training cannot see the evaluation window. The
+label of row s reads closes s+1 and s+2; windows end early enough that every label's
+last close is before the first decision day (`gap_days` >= the label horizon).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from tradebench.errors import ConfigError
+from tradebench.features.alpha import (
+    FEATURES,
+    LABEL_HORIZON,
+    LOOKBACK,
+    RAW_FIELDS,
+    alpha_features,
+    alpha_features_last,
+    cs_zscore,
+    forward_label,
+    inputs_from_arrays,
+)
+from tradebench.view import MarketView, to_day
+
+CLIP = 3.0
+"""Normalised features are clipped to +-CLIP (as Qlib's robust z-score does)."""
+MIN_TRAIN_DAYS = 20
+
+__all__ = [
+    "TrainWindows",
+    "TrainingConfig",
+    "TrainingSet",
+    "TrainingSlice",
+    "build_training_set",
+    "normalise_features",
+    "prediction_features",
+    "resolve_windows",
+    "training_slice",
+]
+
+
+class TrainingConfig(BaseModel):
+    """Where the model learns: windows relative to the first decision day, or dates."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    train_days: int = Field(default=750, ge=MIN_TRAIN_DAYS, description="training days")
+    valid_days: int = Field(default=250, ge=0, description="validation days (0: none)")
+    gap_days: int = Field(
+        default=LABEL_HORIZON,
+        ge=LABEL_HORIZON,
+        description="days between windows and before the first decision day",
+    )
+    train_start: date | None = None
+    train_end: date | None = None
+    valid_start: date | None = None
+    valid_end: date | None = None
+
+    @model_validator(mode="after")
+    def _paired(self) -> TrainingConfig:
+        for a, b in (("train_start", "train_end"), ("valid_start", "valid_end")):
+            if (getattr(self, a) is None) != (getattr(self, b) is None):
+                raise ValueError(f"give both {a} and {b}, or neither")
+        if self.valid_start is not None and self.train_start is None:
+            raise ValueError("dated validation windows need dated training windows too")
+        return self
+
+
+@dataclass(frozen=True)
+class TrainWindows:
+    """Calendar rows (inclusive) of the windows, on the calendar before `anchor`."""
+
+    anchor: np.datetime64
+    train: tuple[int, int]
+    valid: tuple[int, int] | None
+    calendar: np.ndarray
+
+    @property
+    def label_end(self) -> np.datetime64:
+        """The last day any training or validation label reads."""
+        last = (self.valid or self.train)[1] + LABEL_HORIZON
+        return self.calendar[last]
+
+    def to_json(self) -> dict[str, Any]:
+        """Dates of the windows (the cache key and run records)."""
+
+        def span(rows: tuple[int, int] | None) -> list[str] | None:
+            return None if rows is None else [str(self.calendar[r]) for r in rows]
+
+        return {
+            "first_decision_day": str(self.anchor),
+            "train": span(self.train),
+            "valid": span(self.valid),
+            "label_end": str(self.label_end),
+        }
+
+
+def _dated(calendar: np.ndarray, start: date, end: date, what: str) -> tuple[int, int]:
+    lo = int(np.searchsorted(calendar, to_day(start), side="left"))
+    hi = int(np.searchsorted(calendar, to_day(end), side="right")) - 1
+    if hi < lo:
+        raise ConfigError(f"{what} window {start} .. {end} has no trading days before the run")
+    return lo, hi
+
+
+def _relative(n: int, config: TrainingConfig) -> tuple[tuple[int, int], tuple[int, int] | None]:
+    last = n - 1 - config.gap_days
+    valid = None
+    if config.valid_days:
+        valid = (last - config.valid_days + 1, last)
+        last = valid[0] - 1 - config.gap_days
+    return (max(last - config.train_days + 1, 0), last), valid
+
+
+def resolve_windows(calendar: np.ndarray, anchor: Any, config: TrainingConfig) -> TrainWindows:
+    """Windows on the trading calendar before `anchor` (the first decision day).
+
+    Raises:
+        ConfigError: a window is empty, too short, or its labels would read a close on or
+            after the first decision day.
+    """
+    anchor = to_day(anchor)
+    cal = calendar[calendar < anchor]
+    if config.train_start is not None:
+        train = _dated(cal, config.train_start, config.train_end, "training")
+        valid = None
+        if config.valid_start is not None:
+            valid = _dated(cal, config.valid_start, config.valid_end, "validation")
+    else:
+        train, valid = _relative(cal.size, config)
+    last = (valid or train)[1]
+    if last + LABEL_HORIZON > cal.size - 1:
+        raise ConfigError(
+            f"training windows end too late: labels need {LABEL_HORIZON} closes after each "
+            f"day, and the first decision day is {anchor}; end the windows at least "
+            f"{LABEL_HORIZON} trading days before it"
+        )
+    if train[1] - train[0] + 1 < MIN_TRAIN_DAYS or (valid and valid[0] > valid[1]):
+        raise ConfigError(
+            f"not enough history before {anchor} for the training windows "
+            f"({cal.size} trading days visible); shorten train_days/valid_days"
+        )
+    return TrainWindows(anchor=anchor, train=train, valid=valid, calendar=cal)
+
+
+@dataclass(frozen=True)
+class TrainingSlice:
+    """The visible rows a training set is built from, and their content digest."""
+
+    windows: TrainWindows
+    first_row: int
+    raw: dict[str, np.ndarray]
+    symbols: np.ndarray
+    digest: str
+
+
+def training_slice(view: MarketView, anchor: Any, config: TrainingConfig) -> TrainingSlice:
+    """Cut the view's history to the rows the windows need (features' lookback included)."""
+    windows = resolve_windows(view.calendar, anchor, config)
+    first = max(windows.train[0] - (LOOKBACK - 1), 0)
+    last = (windows.valid or windows.train)[1] + LABEL_HORIZON
+    raw = {k: view.window(k)[first : last + 1] for k in RAW_FIELDS}
+    digest = hashlib.sha256()
+    digest.update(windows.calendar[first : last + 1].tobytes())
+    digest.update("\0".join(map(str, view.symbols)).encode())
+    for k in RAW_FIELDS:
+        digest.update(np.ascontiguousarray(raw[k]).tobytes())
+    return TrainingSlice(windows, first, raw, view.symbols, digest.hexdigest())
+
+
+def normalise_features(values: np.ndarray, sample: np.ndarray) -> np.ndarray:
+    """Per-day cross-sectional z-scores over `sample`, clipped to +-CLIP, missing -> 0."""
+    out = np.empty(values.shape, dtype=np.float32)
+    for f in range(values.shape[0]):  # one feature at a time bounds the temporaries
+        z = cs_zscore(values[f].astype(np.float64), sample)
+        out[f] = np.nan_to_num(np.clip(z, -CLIP, CLIP), nan=0.0)
+    return out
+
+
+@dataclass(frozen=True)
+class TrainingSet:
+    """Rows of (features, z-scored label) indexed by (`date`, `symbol`)."""
+
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_valid: np.ndarray
+    y_valid: np.ndarray
+    train_index: pd.MultiIndex
+    valid_index: pd.MultiIndex
+    windows: TrainWindows
+    vwap_source: str
+
+
+def _rows(
+    feats: np.ndarray, y: np.ndarray, sample: np.ndarray, span: tuple[int, int], sl: TrainingSlice
+) -> tuple[np.ndarray, np.ndarray, pd.MultiIndex]:
+    lo, hi = span[0] - sl.first_row, span[1] - sl.first_row
+    mask = np.zeros(sample.shape, dtype=bool)
+    mask[lo : hi + 1] = sample[lo : hi + 1]
+    r, c = np.nonzero(mask)
+    index = pd.MultiIndex.from_arrays(
+        [pd.DatetimeIndex(sl.windows.calendar[r + sl.first_row]), sl.symbols[c].astype(str)],
+        names=["date", "symbol"],
+    )
+    return feats[:, r, c].T, y[r, c], index
+
+
+def build_training_set(
+    sl: TrainingSlice, normalise: bool, max_rows: int | None = None, seed: int = 0
+) -> TrainingSet:
+    """Features, labels and index sets of the training and validation windows.
+
+    A row is a (day, symbol) with a tradable bar and a label; labels are z-scored across
+    each day's rows. `max_rows` keeps a seeded sample of training rows.
+    """
+    inputs = inputs_from_arrays(sl.raw)
+    tradable = sl.raw["listed"] & ~sl.raw["suspended"]
+    feats = alpha_features(inputs).values
+    if normalise:
+        feats = normalise_features(feats, tradable)
+    label = forward_label(inputs.close, tradable)
+    sample = tradable & np.isfinite(label)
+    y = cs_zscore(label, sample)
+    sample &= np.isfinite(y)
+    x_tr, y_tr, idx_tr = _rows(feats, y, sample, sl.windows.train, sl)
+    if max_rows is not None and len(y_tr) > max_rows:
+        keep = np.sort(np.random.default_rng(seed).choice(len(y_tr), max_rows, replace=False))
+        x_tr, y_tr, idx_tr = x_tr[keep], y_tr[keep], idx_tr[keep]
+    if sl.windows.valid is None:
+        x_va, y_va = np.zeros((0, len(FEATURES)), np.float32), np.zeros(0)
+        idx_va = pd.MultiIndex.from_arrays([[], []], names=["date", "symbol"])
+    else:
+        x_va, y_va, idx_va = _rows(feats, y, sample, sl.windows.valid, sl)
+    return TrainingSet(x_tr, y_tr, x_va, y_va, idx_tr, idx_va, sl.windows, inputs.vwap_source)
+
+
+def prediction_features(view: MarketView, normalise: bool) -> np.ndarray:
+    """(N, F) features known before T's open: the panel computation's row for T-1."""
+    raw = {k: view.window(k, LOOKBACK) for k in RAW_FIELDS}
+    feats = alpha_features_last(inputs_from_arrays(raw))
+    if normalise and raw["listed"].shape[0]:
+        tradable = raw["listed"][-1:] & ~raw["suspended"][-1:]
+        feats = normalise_features(feats[:, None, :], tradable)[:, 0]
+    return feats.T

@@ -1,0 +1,131 @@
+"""The LLM attacker: show a model the masked payloads and ask who and when they are.
+
+The model gets the payloads exactly as the agent saw them plus what a well-informed
+attacker knows anyway (market, index universe, the date range, board rules) and must
+call `submit_guess` (forced tool, the robust way to get JSON from small models). Invalid
+submissions get feedback and a retry; a payload without a valid submission is a failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from functools import lru_cache
+from importlib import resources
+
+from tradebench.agents.llm import LoopConfig, run_tool_loop
+from tradebench.agents.tools import SubmitTool
+from tradebench.llm.base import ChatModel
+from tradebench.probe.attempt import Attempt
+from tradebench.probe.types import AttackGuess, Probe, ProbeSetHeader, Variant
+
+SUBMIT_NAME = "submit_guess"
+INDEX_NAMES = {"SH000300": "CSI 300 (SH000300)", "SH000905": "CSI 500 (SH000905)"}
+MARKETS = {
+    "cn": (
+        "China A-shares (Shanghai and Shenzhen exchanges)",
+        "Boards: `main_sh` (Shanghai main board, codes SH60xxxx, ±10% daily limit), "
+        "`main_sz` (Shenzhen main board, SZ00xxxx, ±10%), `chinext` (ChiNext, SZ30xxxx, "
+        "±20%), `star` (STAR market, SH688xxx, ±20%).",
+        "SH600519 or SZ000001",
+    ),
+    "us": ("US equities", "Every stock has the board `us` (no daily limits).", "AAPL or MSFT"),
+}
+
+
+@lru_cache(maxsize=1)
+def _templates() -> tuple[str, str]:
+    root = resources.files("tradebench.probe").joinpath("prompts")
+    return (
+        root.joinpath("attacker_system.md").read_text(encoding="utf-8"),
+        root.joinpath("attacker_user.md").read_text(encoding="utf-8"),
+    )
+
+
+def attack_prompt(header: ProbeSetHeader, variant: Variant) -> tuple[str, str]:
+    """(system, user) messages for one payload variant."""
+    system, user = _templates()
+    market, boards, example = MARKETS.get(header.market, MARKETS["us"])
+    system = system.format(
+        currency=header.currency,
+        market=market,
+        index=INDEX_NAMES.get(header.index_symbol or "", header.index_symbol or "of the dataset"),
+        first=header.calendar[header.date_lo].isoformat(),
+        last=header.calendar[header.date_hi].isoformat(),
+        boards=boards,
+        example=example,
+    )
+    calls = "\n\n".join(
+        f"{c['tool']} {json.dumps(c['arguments'], separators=(',', ':'))} ->\n"
+        f"{json.dumps(c['result'], separators=(',', ':'), ensure_ascii=False)}"
+        for c in variant.calls
+    )
+    return system, user.format(calls=calls, target=variant.target_id)
+
+
+def submit_guess_tool() -> SubmitTool:
+    """`submit_guess`: schema and validation from `AttackGuess`."""
+    return SubmitTool.from_model(SUBMIT_NAME, "Submit your de-anonymisation guess.", AttackGuess)
+
+
+def loop_config(retries: int) -> LoopConfig:
+    """No research tools: go straight to the forced submission, with `retries` retries."""
+    return LoopConfig(
+        max_tool_calls=0,
+        max_submit_retries=retries,
+        offer_submit_in_research=False,
+        submit_prompt="Call `{submit}` now with your guess.",
+    )
+
+
+async def attack_one(
+    model: ChatModel,
+    header: ProbeSetHeader,
+    probe: Probe,
+    variant: Variant,
+    label: str,
+    retries: int = 2,
+) -> Attempt:
+    """One forced-submission loop for one payload variant."""
+    system, user = attack_prompt(header, variant)
+    result = await run_tool_loop(
+        model,
+        system=system,
+        user=user,
+        tools=[],
+        submit=submit_guess_tool(),
+        config=loop_config(retries),
+    )
+    submits = [c for c in result.tool_calls if c.name == SUBMIT_NAME]
+    return Attempt(
+        probe_id=probe.probe_id,
+        level=variant.level,
+        price_mode=variant.price_mode,
+        attacker=label,
+        guess=result.action,
+        failure=None if result.action is not None else "no_valid_reply",
+        unreadable=result.parse_failures,
+        rejected=sum(not c.valid for c in submits),
+        retries=result.retries,
+        tokens_in=result.usage.input_tokens,
+        tokens_out=result.usage.output_tokens,
+        raw=submits[-1].raw_arguments[:500] if submits else None,
+    )
+
+
+async def attack_all(
+    model: ChatModel,
+    header: ProbeSetHeader,
+    items: list[tuple[Probe, Variant]],
+    label: str,
+    concurrency: int = 4,
+    retries: int = 2,
+) -> list[Attempt]:
+    """Attack every (probe, variant) with at most `concurrency` loops in flight, in order."""
+    gate = asyncio.Semaphore(max(concurrency, 1))
+
+    async def one(probe: Probe, variant: Variant) -> Attempt:
+        async with gate:
+            return await attack_one(model, header, probe, variant, label, retries)
+
+    return list(await asyncio.gather(*(one(p, v) for p, v in items)))

@@ -1,0 +1,183 @@
+"""Run one attacker over a probe set, score it and write its results.
+
+`--attacker data` (or `data:returns`, ...) is the data attacker, which needs the dataset
+(by default the one the probe set was built from); anything else is `provider:model` for
+the LLM attacker, with the response cache in front of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from tradebench.errors import ConfigError
+from tradebench.llm.cache import CacheMode
+from tradebench.probe.attempt import Attempt
+from tradebench.probe.results import score_attempts, write_results
+from tradebench.probe.store import ProbeSet, read_probe_set
+from tradebench.probe.types import Probe, Variant
+
+CACHE_FILE = "cache.sqlite"
+
+
+class AttackConfig(BaseModel):
+    """Knobs of `tradebench probe run`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    attacker: str
+    """`data`, `data:<signal>[,<signal>]`, or `provider:model` for an LLM."""
+    base_url: str | None = None
+    """Endpoint root of the LLM (vLLM, Ollama, llama.cpp, ...)."""
+    api_key_env: str | None = None
+    """Variable holding the LLM's key."""
+    max_tokens: int = Field(default=256, ge=8)
+    """Output cap per reply."""
+    temperature: float = 0.0
+    """Sampling temperature."""
+    retries: int = Field(default=2, ge=0)
+    """Extra submission attempts after an invalid one."""
+    concurrency: int = Field(default=4, ge=1)
+    """LLM loops in flight."""
+    timeout_s: float = Field(default=120.0, gt=0)
+    """Per-request timeout."""
+    cache: Path | None = None
+    """Response cache file (default: RESULTS_DIR/cache.sqlite)."""
+    cache_mode: CacheMode = "readwrite"
+    """`readwrite`, `replay` or `off`."""
+    levels: tuple[str, ...] = ()
+    """Mask levels to attack (empty: all in the file)."""
+    price_modes: tuple[str, ...] = ()
+    """Price modes to attack (empty: all in the file)."""
+    limit: int | None = Field(default=None, ge=1)
+    """Attack only the first `limit` probes."""
+    dataset: Path | None = None
+    """Dataset of the data attacker (default: the one in the probe file)."""
+    bars: int | None = Field(default=None, ge=2)
+    """The data attacker matches only the snapshot's last `bars` bars (None: all)."""
+
+
+class RunOutcome(BaseModel):
+    """What a run wrote and how it went."""
+
+    model_config = ConfigDict(frozen=True)
+
+    results: Path
+    """The results file."""
+    attempts: int
+    """Payloads attacked (x signals for the data attacker)."""
+    valid: int
+    """Attempts with a valid guess."""
+    failed: int
+    """Attempts without one."""
+
+
+def select(probe_set: ProbeSet, config: AttackConfig) -> list[tuple[Probe, Variant]]:
+    """The (probe, variant) pairs the config asks for, in file order."""
+    probes = probe_set.probes[: config.limit] if config.limit else probe_set.probes
+    items = [
+        (p, v)
+        for p in probes
+        for v in p.variants
+        if (not config.levels or v.level in config.levels)
+        and (not config.price_modes or v.price_mode in config.price_modes)
+    ]
+    if not items:
+        raise ConfigError(
+            f"no payload matches levels {list(config.levels)} and price modes "
+            f"{list(config.price_modes)}; the file has {probe_set.header.levels} x "
+            f"{probe_set.header.price_modes}"
+        )
+    return items
+
+
+def _data_attempts(probe_set: ProbeSet, items: list, config: AttackConfig) -> list[Attempt]:
+    from tradebench.data.dataset import load_dataset
+    from tradebench.probe.data_attacker import SIGNALS, PriceDatabase, attack_all
+
+    _, _, spec = config.attacker.partition(":")
+    signals = tuple(s.strip() for s in spec.split(",") if s.strip())
+    if not signals:  # `context` ignores the snapshot, so a bar cap leaves it out
+        signals = tuple(s for s in SIGNALS if not (config.bars and s == "context"))
+    unknown = [s for s in signals if s not in SIGNALS]
+    if unknown:
+        raise ConfigError(f"unknown data-attacker signals {unknown}; choose from {list(SIGNALS)}")
+    dataset = config.dataset or Path(probe_set.header.dataset)
+    db = PriceDatabase.from_dataset(load_dataset(dataset))
+    return attack_all(db, items, signals, config.bars)
+
+
+def _llm_attempts(
+    probe_set: ProbeSet, items: list, config: AttackConfig, out_dir: Path
+) -> tuple[list[Attempt], str]:
+    from tradebench.llm.base import get_model
+    from tradebench.llm.cache import ResponseCache
+    from tradebench.llm.retry import RetryPolicy
+    from tradebench.llm.types import ModelConfig
+    from tradebench.probe.llm_attacker import attack_all
+
+    model_config = ModelConfig.parse(
+        config.attacker,
+        base_url=config.base_url,
+        api_key_env=config.api_key_env,
+        max_tokens=config.max_tokens,
+        temperature=config.temperature,
+    )
+    cache = ResponseCache(config.cache or out_dir / CACHE_FILE, mode=config.cache_mode)
+    try:
+        model = get_model(model_config, cache=cache, retry=RetryPolicy(timeout_s=config.timeout_s))
+        coro = attack_all(
+            model, probe_set.header, items, model_config.label, config.concurrency, config.retries
+        )
+        return asyncio.run(coro), model_config.label
+    finally:
+        cache.close()
+
+
+def run_attack(probes_path: Path, out_dir: Path, config: AttackConfig) -> RunOutcome:
+    """Attack the probe set, score every attempt and write the results folder.
+
+    Raises:
+        ConfigError: Bad attacker spec, no matching payloads, or a missing dataset.
+        ProviderError: The LLM endpoint failed after every retry.
+    """
+    probe_set = read_probe_set(probes_path)
+    items = select(probe_set, config)
+    is_data = config.attacker == "data" or config.attacker.startswith("data:")
+    if is_data:
+        label = config.attacker + (f"@{config.bars}" if config.bars else "")
+        attempts = _data_attempts(probe_set, items, config)
+    else:
+        attempts, label = _llm_attempts(probe_set, items, config, Path(out_dir))
+    rows = score_attempts(probe_set, attempts)
+    meta = _meta(probes_path, probe_set, config, label, rows)
+    path = write_results(Path(out_dir), label, rows, meta)
+    valid = int(rows["valid"].sum())
+    return RunOutcome(results=path, attempts=len(rows), valid=valid, failed=len(rows) - valid)
+
+
+def _meta(
+    probes_path: Path, probe_set: ProbeSet, config: AttackConfig, label: str, rows: pd.DataFrame
+) -> dict[str, Any]:
+    header = probe_set.header
+    return {
+        "schema_version": 1,
+        "attacker": label,
+        "config": config.model_dump(mode="json"),
+        "probes": str(probes_path),
+        "dataset": header.dataset,
+        "dataset_name": header.dataset_name,
+        "n_probes": len({*rows["probe_id"]}),
+        "attempts": len(rows),
+        "valid": int(rows["valid"].sum()),
+        "failed": int((~rows["valid"].astype(bool)).sum()),
+        "unreadable_replies": int(rows["unreadable"].sum()),
+        "rejected_submissions": int(rows["rejected"].sum()),
+        "tokens_in": int(rows["tokens_in"].sum()),
+        "tokens_out": int(rows["tokens_out"].sum()),
+        "short_strata": [s.model_dump() for s in header.strata if s.drawn < s.quota],
+    }
