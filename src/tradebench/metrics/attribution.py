@@ -94,6 +94,7 @@ def decompose(
     weights: np.ndarray,
     nav_return: np.ndarray,
     costs: np.ndarray | None = None,
+    distributions: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """Daily components, per-factor style contributions and exposures, indexed by `date`.
 
@@ -101,6 +102,8 @@ def decompose(
         model: the window's factor model; rows: each episode day's model row.
         weights: (D, N) pre-return weights; nav_return: (D,) realised NAV returns.
         costs: (D,) trading costs as a share of the previous NAV (a diagnostic).
+        distributions: (D,) dividends and share distributions the engine credited, as a
+            share of the previous NAV; part of the corporate-action diagnostic.
     """
     x = np.nan_to_num(model.exposures[:, rows])
     ret = np.nan_to_num(model.returns[rows])
@@ -119,7 +122,8 @@ def decompose(
             "style": style_k.sum(axis=1),
             "selection": (weights * model.residuals[rows]).sum(axis=1),
             "trading": nav_return - holdings,
-            "corporate_actions": (weights * (model.mark_returns[rows] - ret)).sum(axis=1),
+            "corporate_actions": (weights * (model.mark_returns[rows] - ret)).sum(axis=1)
+            + (0.0 if distributions is None else np.asarray(distributions, float)),
             "costs": np.zeros(len(rows)) if costs is None else -np.asarray(costs, float),
         },
         index=pd.DatetimeIndex(model.dates[rows], name="date"),

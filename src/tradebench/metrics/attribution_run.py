@@ -167,7 +167,11 @@ def _attribute_episode(ep: _Episode, model: FactorModel, dataset: Dataset) -> pd
     nav_ret = nav_returns(ep.steps["nav"], ep.initial_cash)
     nav_prev = np.concatenate([[ep.initial_cash], ep.steps["nav"].to_numpy(float)[:-1]])
     costs = _costs(ep.folder, ep.steps["date"], nav_prev)
-    return decompose(model, rows, weights, nav_ret, costs)
+    paid = ep.steps.get("distributions")
+    income = None if paid is None else pd.to_numeric(paid, errors="coerce").fillna(0.0).to_numpy()
+    return decompose(
+        model, rows, weights, nav_ret, costs, None if income is None else income / nav_prev
+    )
 
 
 def _model_record(model: FactorModel) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from tradebench.data.dataset import Dataset
 from tradebench.data.panel import Panel
 from tradebench.errors import ConfigError
 from tradebench.market.broker import DayQuotes, ExecutionContext, execute_orders
+from tradebench.market.distributions import distribute
 from tradebench.market.ledger import Account
 from tradebench.market.orders import OrderRecord
 from tradebench.market.rules import MarketRules
@@ -39,6 +40,7 @@ STEP_COLUMNS = [
     "tokens_in",
     "tokens_out",
     "cost_usd",
+    "distributions",
 ]
 ORDER_COLUMNS = [
     "date",
@@ -150,6 +152,13 @@ async def run_backtest(
             bench_return=float(bench[t - 1] / bench_start - 1),
         )
         decision = await agent.decide(view, snapshot, info)
+        paid = distribute(
+            account,
+            panel.fields["adj_factor"][t - 1],
+            panel.fields["adj_factor"][t],
+            marks[t - 1],
+            panel.column_map,
+        )
         universe = frozenset(view.members().tolist())
         ctx = ExecutionContext(rules=rules, nav_prev=snapshot.nav, universe=universe)
         records = execute_orders(
@@ -157,6 +166,9 @@ async def run_backtest(
         )
         day = pd.Timestamp(panel.dates[t])
         step_row = _step_row(day, account, marks[t], panel, t, decision, records, snapshot.nav)
+        step_row.append(
+            sum(d.cash + d.shares * float(marks[t][panel.column_map[d.symbol]]) for d in paid)
+        )
         pos_rows = _position_rows(day, account, marks[t], panel.column_map)
         order_rows = [_order_row(day, r, _sent(decision, k)) for k, r in enumerate(records)]
         if checkpoint is not None:
