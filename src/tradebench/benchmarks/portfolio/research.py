@@ -137,11 +137,22 @@ def get_stock_snapshot(ctx: StepContext, stock_id: str, lookback: int = 10) -> d
         **_limit_prices(ctx, col),
         "limit_hits_last_5d": hits,
         "warning": "hit a daily limit in the last 5 days" if hits else None,
-        "one_lot_cost_pct_nav": _r(lot_cost / nav * 100, 3) if nav > 0 else None,
+        "one_lot_cost_pct_nav": _lot_cost_pct(ctx, lot_cost, nav),
         "holding": None
         if held is None
         else {"shares": held.shares, "sellable": held.available, "weight": _r(held.weight)},
     }
+
+
+def _lot_cost_pct(ctx: StepContext, lot_cost: float, nav: float) -> float | None:
+    """One lot's cost in % of NAV; one significant figure when price levels are hidden,
+    so the field cannot give the raw price back."""
+    if not nav > 0 or not np.isfinite(lot_cost):
+        return None
+    pct = lot_cost / nav * 100
+    if ctx.price_mode != "rebased" or pct <= 0:
+        return _r(pct, 3)
+    return float(f"{pct:.1g}")
 
 
 def compare_candidates(ctx: StepContext, stock_ids: list[str]) -> dict[str, Any]:
