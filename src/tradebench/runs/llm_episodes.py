@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import json
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TypeVar
 
 from tradebench.agents.loop_types import LoopConfig
 from tradebench.benchmarks.portfolio.agent import PortfolioLLMAgent
@@ -30,6 +31,7 @@ from tradebench.runs.spec import Episode, RunSpec
 from tradebench.runs.store import write_json
 
 BUDGET_FILE = "budget.json"
+T = TypeVar("T")
 
 
 def _budget(spec: RunSpec, run_dir: Path) -> Budget:
@@ -111,19 +113,24 @@ async def _episode(
     progress.bump(episodes=1, tokens=tokens)
 
 
-async def run_llm_episodes(
-    spec: RunSpec, dataset: Path, run_dir: Path, todo: list[Episode], progress: RunProgress
+async def run_model_episodes(
+    spec: RunSpec,
+    run_dir: Path,
+    todo: list[T],
+    episode: Callable[[T, dict[str, ChatModel]], Awaitable[None]],
 ) -> None:
-    """Run model episodes concurrently; a budget stop cancels the rest cleanly."""
+    """Run `episode(ep, models)` for each item, `concurrency` at a time, under the run's
+    shared cache and budget; a budget stop cancels the rest, saves the budget and says how
+    to continue. Every benchmark's model episodes go through here."""
     if not todo:
         return
     budget = _budget(spec, run_dir)
     models = _models(spec, run_dir, budget)
     gate = asyncio.Semaphore(spec.concurrency)
 
-    async def guarded(ep: Episode) -> None:
+    async def guarded(ep: T) -> None:
         async with gate:
-            await _episode(spec, dataset, run_dir, ep, models[ep.agent], progress)
+            await episode(ep, models)
 
     try:
         async with asyncio.TaskGroup() as group:
@@ -135,6 +142,15 @@ async def run_llm_episodes(
             "raise the budget in the spec and rerun the same command to continue."
         ) from None
     finally:
-        (run_dir / BUDGET_FILE).write_text(
-            json.dumps(json.loads(budget.snapshot().model_dump_json()), indent=2) + "\n"
-        )
+        (run_dir / BUDGET_FILE).write_text(budget.snapshot().model_dump_json(indent=2) + "\n")
+
+
+async def run_llm_episodes(
+    spec: RunSpec, dataset: Path, run_dir: Path, todo: list[Episode], progress: RunProgress
+) -> None:
+    """Run the portfolio benchmark's model episodes."""
+
+    async def one(ep: Episode, models: dict[str, ChatModel]) -> None:
+        await _episode(spec, dataset, run_dir, ep, models[ep.agent], progress)
+
+    await run_model_episodes(spec, run_dir, todo, one)

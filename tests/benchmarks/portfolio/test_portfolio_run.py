@@ -129,3 +129,22 @@ def test_cost_from_the_price_table(cn_dataset_dir: Path, tmp_path: Path) -> None
     row = summary[summary["kind"] == "llm"].iloc[0]
     expected = (row["tokens_in"] * 1.0 + row["tokens_out"] * 4.0) / 1e6
     assert row["cost_usd"] == pytest.approx(expected) and expected > 0
+
+
+def test_budget_stop_is_clean_and_resumable(cn_dataset_dir: Path, tmp_path: Path) -> None:
+    from tradebench.errors import BudgetExceeded
+
+    with LoopbackServer(responder=trader) as server:
+        spec = spec_dict(cn_dataset_dir, server.openai_url, ["blinded"], ["fixed_candidate"])
+        spec["agents"] = spec["agents"][:1]
+        spec["budget"] = {"max_tokens": 8000}
+        with pytest.raises(BudgetExceeded, match="rerun the same command"):
+            _run(spec, tmp_path / "run")
+        state = json.loads((tmp_path / "run" / "budget.json").read_text())
+        assert state  # the budget's state was saved
+        folder = next((tmp_path / "run" / "episodes").glob("scripted_*"))
+        done_before = len((folder / "progress.jsonl").read_text().splitlines())
+        assert 0 < done_before < 5
+        spec["budget"] = {"max_tokens": 10_000_000}
+        summary = _run(spec, tmp_path / "run")
+    assert (summary[summary["kind"] == "llm"]["status"] == "done").all()

@@ -8,7 +8,6 @@ trace.jsonl) and resume per step from `progress.jsonl`.
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,7 +23,6 @@ from tradebench.benchmarks.single_stock.prompt_files import PromptSet, load_prom
 from tradebench.benchmarks.single_stock.scoring import score_episode
 from tradebench.benchmarks.single_stock.store import write_episode
 from tradebench.data.dataset import Dataset
-from tradebench.errors import BudgetExceeded
 from tradebench.masking import MaskLevel, build_masker
 from tradebench.runs.spec import AgentEntry, RunSpec
 from tradebench.runs.store import write_json
@@ -160,42 +158,21 @@ async def run_llm(
     progress: RunProgress,
 ) -> None:
     """Model episodes concurrently under the run's cache and budget; budget stops cleanly."""
-    from tradebench.runs.llm_episodes import BUDGET_FILE, _budget, _models
+    from tradebench.runs.llm_episodes import run_model_episodes
     from tradebench.runs.runner import EPISODES
 
-    if not todo:
-        return
-    budget = _budget(spec, run_dir)
-    models = _models(spec, run_dir, budget)
     entries = {a.name: a for a in spec.agents}
-    gate = asyncio.Semaphore(spec.concurrency)
 
-    async def one(ep: SingleStockEpisodeRef) -> None:
-        async with gate:
-            agent = SingleStockLLMAgent(models[ep.agent], setup.options.nudges, ep.agent)
-            extra = {"model": entries[ep.agent].model_config_().model_dump(mode="json")}
-            done = await run_episode(
-                setup,
-                ep,
-                agent,
-                run_dir / EPISODES / ep.id,
-                extra,
-                lambda: progress.bump(steps=1),
-            )
-            tokens = done.series()[["tokens_in", "tokens_out"]].fillna(0).to_numpy().sum()
-            progress.bump(episodes=1, tokens=int(tokens))
+    async def one(ep: SingleStockEpisodeRef, models: dict[str, Any]) -> None:
+        agent = SingleStockLLMAgent(models[ep.agent], setup.options.nudges, ep.agent)
+        extra = {"model": entries[ep.agent].model_config_().model_dump(mode="json")}
+        done = await run_episode(
+            setup, ep, agent, run_dir / EPISODES / ep.id, extra, lambda: progress.bump(steps=1)
+        )
+        tokens = done.series()[["tokens_in", "tokens_out"]].fillna(0).to_numpy().sum()
+        progress.bump(episodes=1, tokens=int(tokens))
 
-    try:
-        async with asyncio.TaskGroup() as group:
-            for ep in todo:
-                group.create_task(one(ep))
-    except* BudgetExceeded as stop:
-        raise BudgetExceeded(
-            f"{stop.exceptions[0]} The run stopped cleanly: finished steps are saved; "
-            "raise the budget in the spec and rerun the same command to continue."
-        ) from None
-    finally:
-        (run_dir / BUDGET_FILE).write_text(budget.snapshot().model_dump_json(indent=2) + "\n")
+    await run_model_episodes(spec, run_dir, todo, one)
 
 
 async def run_single_stock(spec: RunSpec, run_dir: Path, progress: RunProgress) -> Path:
