@@ -46,7 +46,8 @@ def get_market_context(ctx: StepContext) -> dict[str, Any]:
     if close.shape[0] == 2:
         day_ret = close[1, members] / close[0, members] - 1
         ok = np.isfinite(day_ret)
-        thr = v.limit_pct[members] - 0.005
+        limited = v.limit_pct[members] > 0  # markets without limits count no limit hits
+        thr = np.where(limited, v.limit_pct[members] - 0.005, np.inf)
         out |= {
             "advancers": int((day_ret[ok] > 0).sum()),
             "decliners": int((day_ret[ok] < 0).sum()),
