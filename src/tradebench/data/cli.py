@@ -62,7 +62,7 @@ def import_cmd(
     from tradebench.errors import ConfigError
 
     if fmt == "long":
-        manifest = import_long(
+        job, run = (
             LongImport(
                 source=source,
                 out=out,
@@ -73,13 +73,14 @@ def import_cmd(
                 index_symbol=index_symbol,
                 membership_file=membership,
                 sectors_file=sectors,
-                symbols=tuple(s.strip() for s in symbols.split(",")) if symbols else (),
                 start=start,
                 end=end,
-            )
+                symbols=tuple(s.strip() for s in symbols.split(",")) if symbols else (),
+            ),
+            import_long,
         )
     elif fmt == "qlib":
-        manifest = import_qlib(
+        job, run = (
             QlibImport(
                 source=source,
                 out=out,
@@ -88,10 +89,13 @@ def import_cmd(
                 membership_universe=membership_universe,
                 index_symbol=index_symbol,
                 name=name,
-            )
+            ),
+            import_qlib,
         )
     else:
         raise ConfigError(f"unknown --format {fmt!r}; use `long` or `qlib`")
+    with console.status(f"importing {source} ..."):
+        manifest = run(job)
     console.print(f"wrote dataset [bold]{out}[/] ({manifest.n_bars:,} bars)")
     _render_info(out)
 
@@ -160,7 +164,8 @@ def synth(
 
     if market != "cn":
         raise ConfigError("the synthetic generator models A-share rules only: use --market cn")
-    synthesize(out, SynthConfig(seed=seed, n_names=names, n_days=days))
+    with console.status("generating the synthetic market ..."):
+        synthesize(out, SynthConfig(seed=seed, n_names=names, n_days=days))
     console.print(f"wrote synthetic dataset [bold]{out}[/]")
     _render_info(out)
 
