@@ -8,14 +8,15 @@ from typing import ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from tradebench.errors import TradebenchError
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
-console = Console(soft_wrap=True)
-err_console = Console(stderr=True, soft_wrap=True)
+console = Console(soft_wrap=True, emoji=False)
+err_console = Console(stderr=True, soft_wrap=True, emoji=False)
 
 
 def exits_on_error(fn: Callable[P, R]) -> Callable[P, R]:
@@ -26,7 +27,7 @@ def exits_on_error(fn: Callable[P, R]) -> Callable[P, R]:
         try:
             return fn(*args, **kwargs)
         except TradebenchError as exc:
-            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
             raise typer.Exit(code=1) from None
 
     return wrapper

@@ -1,28 +1,38 @@
 """Backtest-comprehension MCQ benchmark: questions from real backtrader backtests.
 
 Build with `build` (or `service.build_file`), verify with `checker.check_records`; the
-definitions of all 33 templates are in docs/mcq.md.
+definitions of all 33 templates are in docs/mcq.md. Evaluate with `eval_run`, mine with
+`mine_run`. Exports load lazily: building needs the `mcq` extra (backtrader), while the
+CLI and the rest of tradebench must import without it.
 """
 
 from __future__ import annotations
 
-from tradebench.benchmarks.mcq.builder import BuildResult, BuildSpec, Skip, build
-from tradebench.benchmarks.mcq.checker import CheckReport, check_records
-from tradebench.benchmarks.mcq.config import BacktestConfig, DataRef, Sizing, StrategySpec
-from tradebench.benchmarks.mcq.records import MCQRecord, read_jsonl, write_jsonl
+import importlib
+from typing import Any
 
-__all__ = [
-    "BacktestConfig",
-    "BuildResult",
-    "BuildSpec",
-    "CheckReport",
-    "DataRef",
-    "MCQRecord",
-    "Sizing",
-    "Skip",
-    "StrategySpec",
-    "build",
-    "check_records",
-    "read_jsonl",
-    "write_jsonl",
-]
+_EXPORTS = {
+    "BuildResult": "builder",
+    "BuildSpec": "builder",
+    "Skip": "builder",
+    "build": "builder",
+    "CheckReport": "checker",
+    "check_records": "checker",
+    "BacktestConfig": "config",
+    "DataRef": "config",
+    "Sizing": "config",
+    "StrategySpec": "config",
+    "MCQRecord": "records",
+    "read_jsonl": "records",
+    "write_jsonl": "records",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    """Import an export's module on first use."""
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = importlib.import_module(f"{__name__}.{_EXPORTS[name]}")
+    return getattr(module, name)

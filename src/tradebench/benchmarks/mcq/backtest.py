@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import backtrader as bt
 import pandas as pd
 
+from tradebench.benchmarks.mcq._backtrader import backtrader as bt
 from tradebench.benchmarks.mcq.config import BacktestConfig
 from tradebench.benchmarks.mcq.strategies import STRATEGY_CLASSES
 

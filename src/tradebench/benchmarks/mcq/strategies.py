@@ -12,8 +12,7 @@ from __future__ import annotations
 import math
 from typing import ClassVar
 
-import backtrader as bt
-
+from tradebench.benchmarks.mcq._backtrader import backtrader as bt
 from tradebench.benchmarks.mcq.config import StrategyName
 
 # Parameter grids the seed samples from; every combination is a valid strategy.
