@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -41,15 +42,13 @@ def schema_issues(validator: Draft202012Validator, arguments: dict[str, Any]) ->
     return issues
 
 
-class Tool(BaseModel):
-    """A read-only tool: `fn(arguments) -> JSON-able result` (or an awaitable of one)."""
+class _SchemaTool(BaseModel):
+    """A tool spec with its argument schema compiled once."""
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
     spec: ToolSpec
     """Name, description and argument schema shown to the model."""
-    fn: Callable[[dict[str, Any]], Any]
-    """Runs the tool on schema-valid arguments; raises `ToolError` for model errors."""
     _validator: Draft202012Validator = PrivateAttr()
 
     def model_post_init(self, _context: Any) -> None:
@@ -61,15 +60,25 @@ class Tool(BaseModel):
         """The tool's name."""
         return self.spec.name
 
+    def _check(self, arguments: dict[str, Any], subject: str) -> None:
+        issues = schema_issues(self._validator, arguments)
+        if issues:
+            raise ArgumentError(f"{subject} the {self.name} schema", issues)
+
+
+class Tool(_SchemaTool):
+    """A read-only tool: `fn(arguments) -> JSON-able result` (or an awaitable of one)."""
+
+    fn: Callable[[dict[str, Any]], Any]
+    """Runs the tool on schema-valid arguments; raises `ToolError` for model errors."""
+
     def check(self, arguments: dict[str, Any]) -> None:
         """Validate arguments against the schema.
 
         Raises:
             ArgumentError: With one issue per violation.
         """
-        issues = schema_issues(self._validator, arguments)
-        if issues:
-            raise ArgumentError(f"arguments do not match the {self.name} schema", issues)
+        self._check(arguments, "arguments do not match")
 
     async def run(self, arguments: dict[str, Any]) -> Any:
         """Validate, then call `fn` (awaiting it if it is async)."""
@@ -78,25 +87,11 @@ class Tool(BaseModel):
         return await result if inspect.isawaitable(result) else result
 
 
-class SubmitTool(BaseModel):
+class SubmitTool(_SchemaTool):
     """The submission tool: schema check, then `validate(arguments) -> action`."""
 
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
-
-    spec: ToolSpec
-    """Name, description and argument schema of the submission."""
     validate_fn: Callable[[dict[str, Any]], Any]
     """Returns the validated action, or raises `ToolError` with feedback for the model."""
-    _validator: Draft202012Validator = PrivateAttr()
-
-    def model_post_init(self, _context: Any) -> None:
-        """Compile the argument schema once."""
-        self._validator = Draft202012Validator(self.spec.parameters)
-
-    @property
-    def name(self) -> str:
-        """The tool's name."""
-        return self.spec.name
 
     def accept(self, arguments: dict[str, Any]) -> Any:
         """The validated action for `arguments`.
@@ -104,9 +99,7 @@ class SubmitTool(BaseModel):
         Raises:
             ToolError: Schema or constraint violation (an `ArgumentError` for the schema).
         """
-        issues = schema_issues(self._validator, arguments)
-        if issues:
-            raise ArgumentError(f"submission does not match the {self.name} schema", issues)
+        self._check(arguments, "submission does not match")
         return self.validate_fn(arguments)
 
     @classmethod
@@ -139,5 +132,12 @@ class SubmitTool(BaseModel):
                 raise ArgumentError(f"submission is not a valid {model.__name__}", issues) from None
             return check(action) if check is not None else action
 
-        spec = ToolSpec(name=name, description=description, parameters=model.model_json_schema())
+        spec = ToolSpec(name=name, description=description, parameters=model_schema(model))
         return cls(spec=spec, validate_fn=validate)
+
+
+@lru_cache(maxsize=64)
+def model_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """A pydantic model's JSON Schema, generated once per model (generation is slow and
+    submit tools are rebuilt every step)."""
+    return model.model_json_schema()

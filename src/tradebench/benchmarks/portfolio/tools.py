@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
-from tradebench.agents.tools import ArgumentError, SubmitTool, Tool
+from tradebench.agents.tools import SubmitTool, Tool
 from tradebench.benchmarks.portfolio import research
 from tradebench.benchmarks.portfolio.context import StepContext
 from tradebench.errors import ToolError
@@ -207,28 +206,6 @@ def submit_tool(ctx: StepContext, masker: Masker) -> SubmitTool:
             action=Action(orders=orders, overall_reason=sent.overall_reason), sent=sent
         )
 
-    def validate(arguments: dict[str, Any]) -> Submission:
-        try:
-            sent = SubmitAction.model_validate(arguments)
-        except ValidationError as exc:
-            issues = [
-                {
-                    "path": "/".join(str(p) for p in e["loc"]) or "(root)",
-                    "message": masker.mask_text(e["msg"]),
-                }
-                for e in exc.errors()[:8]
-            ]
-            raise ArgumentError("submission is not a valid SubmitAction", issues) from None
-        return check(sent)
-
-    return SubmitTool(spec=_submit_spec(), validate_fn=validate)
-
-
-@lru_cache(maxsize=1)
-def _submit_spec() -> ToolSpec:
-    """The submit tool's schema, generated once (pydantic schema generation is slow)."""
-    return ToolSpec(
-        name="submit_action",
-        description="Submit today's orders (may be empty).",
-        parameters=SubmitAction.model_json_schema(),
+    return SubmitTool.from_model(
+        "submit_action", "Submit today's orders (may be empty).", SubmitAction, check
     )
