@@ -79,6 +79,8 @@ class HttpChatModel(ABC):
     """Base of the SDK-backed adapters; implements `ChatModel.generate`."""
 
     default_key_env: ClassVar[str]
+    client_class: ClassVar[str]
+    """Name of the SDK's async client class (`AsyncOpenAI`, `AsyncAnthropic`)."""
 
     def __init__(
         self,
@@ -107,13 +109,20 @@ class HttpChatModel(ABC):
             self._client_loop = loop
         return self._client
 
-    @abstractmethod
     def _make_client(self, api_key: str) -> Any:
         """Build the SDK's async client (SDK-level retries off: we retry ourselves).
 
         The HTTP client is passed explicitly: the SDK's own default schedules a close on
         garbage collection, which fails noisily once its event loop has been closed.
         """
+        sdk = self._sdk()
+        return getattr(sdk, self.client_class)(
+            api_key=api_key,
+            base_url=self.config.base_url,
+            max_retries=0,
+            timeout=self._retry.timeout_s,
+            http_client=sdk.DefaultAsyncHttpxClient(timeout=self._retry.timeout_s),
+        )
 
     async def aclose(self) -> None:
         """Close the HTTP connections of the current event loop's client."""

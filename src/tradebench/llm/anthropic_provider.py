@@ -124,16 +124,7 @@ class AnthropicChatModel(HttpChatModel):
     """`ChatModel` over Anthropic's `/v1/messages`."""
 
     default_key_env = "ANTHROPIC_API_KEY"
-
-    def _make_client(self, api_key: str) -> Any:
-        sdk = _import_sdk()
-        return sdk.AsyncAnthropic(
-            api_key=api_key,
-            base_url=self.config.base_url,
-            max_retries=0,
-            timeout=self._retry.timeout_s,
-            http_client=sdk.DefaultAsyncHttpxClient(timeout=self._retry.timeout_s),
-        )
+    client_class = "AsyncAnthropic"
 
     def _request(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], tool_choice: ToolChoice

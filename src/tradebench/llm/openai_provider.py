@@ -118,16 +118,7 @@ class OpenAIChatModel(HttpChatModel):
     """`ChatModel` over any OpenAI-compatible `/chat/completions` endpoint."""
 
     default_key_env = "OPENAI_API_KEY"
-
-    def _make_client(self, api_key: str) -> Any:
-        sdk = _import_sdk()
-        return sdk.AsyncOpenAI(
-            api_key=api_key,
-            base_url=self.config.base_url,
-            max_retries=0,
-            timeout=self._retry.timeout_s,
-            http_client=sdk.DefaultAsyncHttpxClient(timeout=self._retry.timeout_s),
-        )
+    client_class = "AsyncOpenAI"
 
     def _request(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], tool_choice: ToolChoice
