@@ -8,12 +8,12 @@ names the exact wording it was produced with.
 
 from __future__ import annotations
 
-import hashlib
 from functools import cache
 from importlib import resources
 from string import Template
 
 from tradebench.errors import ConfigError
+from tradebench.prompt_files import texts_sha256
 
 PROMPT_NAMES = (
     "solver_no_tools",
@@ -44,7 +44,4 @@ def render(name: str, **values: object) -> str:
 
 def prompts_sha256(names: tuple[str, ...] = PROMPT_NAMES) -> str:
     """SHA-256 over the named prompt files (name and text of each, in the given order)."""
-    digest = hashlib.sha256()
-    for name in names:
-        digest.update(name.encode() + b"\0" + load_prompt(name).encode() + b"\0")
-    return digest.hexdigest()
+    return texts_sha256((name, load_prompt(name)) for name in names)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
-from importlib import resources
 
 from tradebench.errors import ConfigError
+from tradebench.prompt_files import read_prompt_dir, texts_sha256
 
 PROMPT_VERSION = "v1"
 MODES = ("memory_only", "fixed_candidate", "open_research")
@@ -25,23 +24,15 @@ class PromptSet:
 
 def load_prompts(version: str = PROMPT_VERSION) -> PromptSet:
     """Read `prompts/<version>/` from the package; the hash covers every file's text."""
-    root = resources.files("tradebench.benchmarks.portfolio.prompts").joinpath(version)
-    if not root.is_dir():
-        raise ConfigError(f"unknown prompt version {version!r}")
-    texts = {
-        p.name: p.read_text(encoding="utf-8")
-        for p in sorted(root.iterdir(), key=lambda p: p.name)
-        if p.name.endswith(".md")
-    }
-    digest = hashlib.sha256()
-    for name, text in sorted(texts.items()):
-        digest.update(name.encode() + b"\0" + text.encode() + b"\0")
+    required = ["rules.md", "user.md", *(f"system_{mode}.md" for mode in MODES)]
+    texts = read_prompt_dir("tradebench.benchmarks.portfolio.prompts", version, required)
+    digest = texts_sha256(sorted(texts.items()))
     return PromptSet(
         version=version,
         system={mode: texts[f"system_{mode}.md"] for mode in MODES},
         rules=texts["rules.md"],
         user=texts["user.md"],
-        sha256=digest.hexdigest(),
+        sha256=digest,
     )
 
 

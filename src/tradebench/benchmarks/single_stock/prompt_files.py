@@ -6,13 +6,11 @@ hash a run records, so two runs with the same hash showed the model the same wor
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
-from importlib import resources
 from typing import Literal
 
 from tradebench.benchmarks.single_stock.config import Persona, Stance
-from tradebench.errors import ConfigError
+from tradebench.prompt_files import read_prompt_dir, texts_sha256
 
 PROMPT_VERSION = "v1"
 SUBMIT_TOOL = "submit_decision"
@@ -50,21 +48,8 @@ def load_prompts(version: str = PROMPT_VERSION) -> PromptSet:
     Raises:
         ConfigError: The version does not exist or lacks a required file.
     """
-    root = resources.files("tradebench.benchmarks.single_stock.prompts").joinpath(version)
-    if not root.is_dir():
-        raise ConfigError(f"unknown single-stock prompt version {version!r}; use {PROMPT_VERSION}")
-    texts = {
-        p.name: p.read_text(encoding="utf-8")
-        for p in sorted(root.iterdir(), key=lambda p: p.name)
-        if p.name.endswith(".md")
-    }
-    missing = [n for n in _REQUIRED if n not in texts]
-    if missing:
-        raise ConfigError(f"prompt version {version!r} lacks {missing}")
-    digest = hashlib.sha256()
-    for name, text in sorted(texts.items()):
-        digest.update(name.encode() + b"\0" + text.encode() + b"\0")
-    return PromptSet(version=version, texts=texts, sha256=digest.hexdigest())
+    texts = read_prompt_dir("tradebench.benchmarks.single_stock.prompts", version, _REQUIRED)
+    return PromptSet(version=version, texts=texts, sha256=texts_sha256(sorted(texts.items())))
 
 
 def _stances(prompts: PromptSet) -> dict[str, str]:
