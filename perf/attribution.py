@@ -20,7 +20,8 @@ import numpy as np
 from _common import import_real_cn, timed
 
 from tradebench.agents.baselines import MomentumTopKAgent
-from tradebench.agents.ml_data import prediction_features
+from tradebench.agents.factor.data import prediction_features
+from tradebench.attribution.model import build_factor_model
 from tradebench.data import load_dataset
 from tradebench.features.alpha import alpha_features, inputs_from_panel
 from tradebench.metrics.attribution import (
@@ -30,7 +31,6 @@ from tradebench.metrics.attribution import (
     nav_returns,
     pre_return_weights,
 )
-from tradebench.metrics.attribution_model import build_factor_model
 from tradebench.runs.backtest import run_backtest_sync
 from tradebench.view import MarketView
 

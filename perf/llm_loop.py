@@ -27,7 +27,7 @@ from pathlib import Path
 
 import httpx
 
-from tradebench.agents.llm import LoopConfig, run_tool_loop
+from tradebench.agents.tool_loop import LoopConfig, run_tool_loop
 from tradebench.agents.tools import SubmitTool, Tool
 from tradebench.llm.base import get_model
 from tradebench.llm.budget import Budget, BudgetConfig

@@ -14,11 +14,11 @@ import time
 from pathlib import Path
 
 from tradebench.benchmarks.mcq.bars import resolve
-from tradebench.benchmarks.mcq.builder import BuildSpec, build
-from tradebench.benchmarks.mcq.checker import check_records
+from tradebench.benchmarks.mcq.build.builder import BuildSpec, build
+from tradebench.benchmarks.mcq.build.stats import distractor_stats
+from tradebench.benchmarks.mcq.check import check_records
 from tradebench.benchmarks.mcq.config import DataRef
 from tradebench.benchmarks.mcq.records import read_jsonl, write_jsonl
-from tradebench.benchmarks.mcq.stats import distractor_stats
 
 PUBLIC_BUILD_PLUS_CHECK_S = 8.7
 DEFAULT = Path(__file__).resolve().parents[2] / "shared/data/us/sp500_daily_adj_2005_2025.parquet"

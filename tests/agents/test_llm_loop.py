@@ -10,7 +10,7 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from tradebench.agents.llm import LoopBudgetExceeded, LoopConfig, LoopResult, run_tool_loop
+from tradebench.agents.tool_loop import LoopBudgetExceeded, LoopConfig, LoopResult, run_tool_loop
 from tradebench.agents.tools import ArgumentError, SubmitTool, Tool
 from tradebench.errors import ConfigError, ProviderError, ToolError
 from tradebench.llm.base import ChatModel, get_model

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from tests.features.tamper import tampered
+from tradebench.attribution.model import build_factor_model
 from tradebench.data import load_dataset
 from tradebench.data.panel import Panel
 from tradebench.features.style import (
@@ -17,12 +18,7 @@ from tradebench.features.style import (
     style_exposures,
     view_style_exposures,
 )
-from tradebench.metrics.attribution_model import (
-    FactorModelConfig,
-    build_factor_model,
-    variance_inflation,
-    vif_screen,
-)
+from tradebench.metrics.factor_model import FactorModelConfig, variance_inflation, vif_screen
 from tradebench.view import MarketView
 
 DAY = "2024-08-01"

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tradebench.attribution.run import SUMMARY_FILE, attribute_run
 from tradebench.metrics.attribution import COMPONENTS
-from tradebench.metrics.attribution_model import FactorModelConfig
-from tradebench.metrics.attribution_run import SUMMARY_FILE, attribute_run
+from tradebench.metrics.factor_model import FactorModelConfig
 
 CONFIG = FactorModelConfig(calibration_days=120)
 

@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 
 from tests.attribution.planted import ALPHA, EVAL_DAYS, PlantedMarket
+from tradebench.attribution.model import build_factor_model
 from tradebench.data import load_dataset
 from tradebench.features.style import STYLE_FACTORS
 from tradebench.metrics.attribution import decompose
-from tradebench.metrics.attribution_model import FactorModel, FactorModelConfig, build_factor_model
+from tradebench.metrics.factor_model import FactorModel, FactorModelConfig
 
 
 @pytest.fixture(scope="module")

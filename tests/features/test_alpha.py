@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from tests.features.tamper import tampered
-from tradebench.agents.ml_data import prediction_features
+from tradebench.agents.factor.data import prediction_features
 from tradebench.data import load_dataset
 from tradebench.data.panel import Panel
 from tradebench.features.alpha import (

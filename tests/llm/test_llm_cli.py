@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typer.testing import CliRunner
 
-from tradebench.llm.cli import app
+from tradebench.cli.llm import app
 from tradebench.llm.loopback import Reply
 
 runner = CliRunner()

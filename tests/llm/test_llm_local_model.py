@@ -14,7 +14,7 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from tradebench.agents.llm import LoopConfig, run_tool_loop
+from tradebench.agents.tool_loop import LoopConfig, run_tool_loop
 from tradebench.agents.tools import SubmitTool, Tool
 from tradebench.errors import ConfigError, ToolError
 from tradebench.llm.base import get_model

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 from typer.testing import CliRunner
 
-from tradebench.report.cli import report
+from tradebench.cli.report import report
 
 runner = CliRunner()
 app = typer.Typer()

@@ -13,7 +13,7 @@ import pytest
 from tests.report.run_folder import LLM_AGENT, LLM_EPISODES, episode_id
 from tradebench.errors import ConfigError
 from tradebench.report import SUMMARY_COLUMNS, summarise_episodes, write_summary
-from tradebench.report.summary import normalise_summary
+from tradebench.runs.summary import normalise_summary
 
 
 @pytest.fixture(scope="module")

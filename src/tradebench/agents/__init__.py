@@ -18,7 +18,7 @@ _LAZY = {
     "LoopResult": "tradebench.agents.loop_types",
     "ModelCallRecord": "tradebench.agents.loop_types",
     "ToolCallRecord": "tradebench.agents.loop_types",
-    "run_tool_loop": "tradebench.agents.llm",
+    "run_tool_loop": "tradebench.agents.tool_loop",
 }
 
 __all__ = sorted(_LAZY)

@@ -1,4 +1,4 @@
-"""Configuration and records of the LLM tool loop (`tradebench.agents.llm`).
+"""Configuration and records of the LLM tool loop (`tradebench.agents.tool_loop`).
 
 Records hold only what is reproducible: on a replay from the cache the same spec gives a
 byte-identical `LoopResult` (latencies are the recorded ones; whether a reply came from the

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from tradebench.errors import DataError
-from tradebench.metrics.attribution_model import FactorModel
+from tradebench.metrics.factor_model import FactorModel
 
 COMPONENTS = ("common", "style", "selection", "trading")
 """The four daily components; they sum to `nav_return`."""

@@ -13,7 +13,7 @@ import json
 from functools import lru_cache
 from importlib import resources
 
-from tradebench.agents.llm import LoopConfig, run_tool_loop
+from tradebench.agents.tool_loop import LoopConfig, run_tool_loop
 from tradebench.agents.tools import SubmitTool
 from tradebench.llm.base import ChatModel
 from tradebench.probe.attempt import Attempt

@@ -14,7 +14,7 @@ from pathlib import Path
 from tradebench.report.html import Section, render_page
 from tradebench.report.load import RunData, load_run
 from tradebench.report.sections import DEFAULT_SECTIONS, ReportOptions, SectionBuilder
-from tradebench.report.summary import SUMMARY_COLUMNS, summarise_episodes, write_summary
+from tradebench.runs.summary import SUMMARY_COLUMNS, summarise_episodes, write_summary
 
 REPORT_FILE = "report.html"
 

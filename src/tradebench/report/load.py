@@ -15,7 +15,7 @@ import pandas as pd
 import yaml
 
 from tradebench.errors import ConfigError, DataError
-from tradebench.report.summary import (
+from tradebench.runs.summary import (
     EPISODES_DIR,
     SUMMARY_FILE,
     episode_dirs,

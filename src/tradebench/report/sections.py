@@ -12,12 +12,12 @@ from dataclasses import dataclass
 import pandas as pd
 import yaml
 
+from tradebench.benchmarks.single_stock.report import SINGLE_STOCK_SECTIONS
 from tradebench.report import figures, tables
 from tradebench.report.attribution_section import attribution_section
 from tradebench.report.html import Section, esc, figure_html, fmt, mean_std, note, table
 from tradebench.report.load import RunData
-from tradebench.report.single_stock_section import SINGLE_STOCK_SECTIONS
-from tradebench.report.summary import METRIC_COLUMNS, MODES, NOT_APPLICABLE
+from tradebench.runs.summary import METRIC_COLUMNS, MODES, NOT_APPLICABLE
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from tradebench.report.load import ORDER_COLUMNS, RunData
-from tradebench.report.summary import MASKS, METRIC_COLUMNS, MODES, NOT_APPLICABLE, STATUSES
+from tradebench.runs.summary import MASKS, METRIC_COLUMNS, MODES, NOT_APPLICABLE, STATUSES
 
 GROUP_KEYS = ["agent", "kind", "mode", "mask"]
 """Columns that identify a group of seed replicates."""

@@ -9,7 +9,8 @@ from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-from tradebench.agents import baselines, ml  # noqa: F401  (register rule and factor agents)
+from tradebench.agents import baselines  # noqa: F401  (registers the rule agents)
+from tradebench.agents.factor import agent as _factor  # noqa: F401  (registers factor models)
 from tradebench.agents.protocol import AGENTS
 from tradebench.data.dataset import load_dataset
 from tradebench.market.rules import MarketRules

@@ -135,7 +135,8 @@ def run_baseline_episode(
     folder: str,
 ) -> int:
     """Run one baseline or benchmark episode (in a worker process); returns its steps."""
-    from tradebench.agents import baselines, ml  # noqa: F401  (register the baselines)
+    from tradebench.agents import baselines  # noqa: F401  (register the baselines)
+    from tradebench.agents.factor import agent as _factor  # noqa: F401
     from tradebench.agents.protocol import AGENTS
 
     ds = cached_dataset(dataset)
@@ -201,8 +202,8 @@ async def run_baselines(
 
 async def run_spec(spec: RunSpec, run_dir: Path, progress: RunProgress | None = None) -> Path:
     """Run every unfinished episode of `spec` into `run_dir`; returns the summary path."""
-    from tradebench.report.summary import write_summary
     from tradebench.runs.llm_episodes import run_llm_episodes
+    from tradebench.runs.summary import write_summary
 
     progress = progress or RunProgress()
     if spec.benchmark == "single_stock":

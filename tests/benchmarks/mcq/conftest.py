@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from tradebench.benchmarks.mcq.bars import resolve
-from tradebench.benchmarks.mcq.builder import BuildResult, BuildSpec, build
+from tradebench.benchmarks.mcq.build.builder import BuildResult, BuildSpec, build
 from tradebench.benchmarks.mcq.config import DataRef
 
 US_FILE = Path("us") / "sp500_daily_adj_2005_2025.parquet"

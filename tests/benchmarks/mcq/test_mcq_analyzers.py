@@ -7,12 +7,12 @@ import math
 import numpy as np
 import pytest
 
-from tradebench.benchmarks.mcq.backtest import run_backtest
-from tradebench.benchmarks.mcq.builder import BuildSpec, strategy_config
-from tradebench.benchmarks.mcq.checker.check import DERIVERS
-from tradebench.benchmarks.mcq.checker.simulate import simulate
+from tradebench.benchmarks.mcq.build.backtest import run_backtest
+from tradebench.benchmarks.mcq.build.builder import BuildSpec, strategy_config
+from tradebench.benchmarks.mcq.build.templates import TEMPLATES
+from tradebench.benchmarks.mcq.check.check import DERIVERS
+from tradebench.benchmarks.mcq.check.simulate import simulate
 from tradebench.benchmarks.mcq.config import STRATEGY_NAMES
-from tradebench.benchmarks.mcq.templates import TEMPLATES
 
 
 def _answer(name: str, log) -> float:

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import numpy as np
 
-from tradebench.benchmarks.mcq.backtest import run_backtest
-from tradebench.benchmarks.mcq.builder import BuildResult, BuildSpec, build, strategy_config
-from tradebench.benchmarks.mcq.checker import check_records
+from tradebench.benchmarks.mcq.build.backtest import run_backtest
+from tradebench.benchmarks.mcq.build.builder import BuildResult, BuildSpec, build, strategy_config
+from tradebench.benchmarks.mcq.build.stats import distractor_stats
+from tradebench.benchmarks.mcq.check import check_records
 from tradebench.benchmarks.mcq.config import Sizing
 from tradebench.benchmarks.mcq.records import dumps_record, question_id
-from tradebench.benchmarks.mcq.stats import distractor_stats
 
 
 def _value(text: str) -> float:
@@ -95,9 +95,9 @@ def test_same_seed_same_bytes_different_seed_different(aapl, base_pool: BuildRes
 SCRIPT = """
 import sys
 from pathlib import Path
-from tradebench.benchmarks.mcq.builder import BuildSpec
+from tradebench.benchmarks.mcq.build.builder import BuildSpec
 from tradebench.benchmarks.mcq.config import DataRef
-from tradebench.benchmarks.mcq.service import build_file
+from tradebench.benchmarks.mcq.build.files import build_file
 ref = DataRef.model_validate_json(sys.argv[1])
 build_file(BuildSpec(data=ref, seed=42), Path(sys.argv[2]))
 """

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from tradebench.benchmarks.mcq.builder import BuildResult
-from tradebench.benchmarks.mcq.checker import check_records
+from tradebench.benchmarks.mcq.build.builder import BuildResult
+from tradebench.benchmarks.mcq.build.templates import TEMPLATES
+from tradebench.benchmarks.mcq.check import check_records
 from tradebench.benchmarks.mcq.config import DataRef
-from tradebench.benchmarks.mcq.templates import TEMPLATES
 
 
 def _loader(bars: pd.DataFrame):

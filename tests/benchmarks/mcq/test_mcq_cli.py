@@ -7,7 +7,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from tradebench.benchmarks.mcq.cli import app
+from tradebench.cli.mcq import app
 from tradebench.data.importers.long import LongImport, import_long
 
 runner = CliRunner()

@@ -17,9 +17,9 @@ import pytest
 
 from tests.benchmarks.mcq.test_mcq_eval_no_tools import pick
 from tests.llm.test_llm_local_model import ONE_SHOT, _config, local_server  # noqa: F401
-from tradebench.benchmarks.mcq.builder import BuildResult
-from tradebench.benchmarks.mcq.eval_parse import parse_letter
-from tradebench.benchmarks.mcq.eval_run import EvalSpec, run_eval
+from tradebench.benchmarks.mcq.build.builder import BuildResult
+from tradebench.benchmarks.mcq.eval.parse import parse_letter
+from tradebench.benchmarks.mcq.eval.run import EvalSpec, run_eval
 from tradebench.benchmarks.mcq.records import write_jsonl
 from tradebench.llm.local import LocalServer
 

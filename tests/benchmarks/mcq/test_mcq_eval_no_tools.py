@@ -17,9 +17,9 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from tradebench.benchmarks.mcq.builder import BuildResult
-from tradebench.benchmarks.mcq.cli import app
+from tradebench.benchmarks.mcq.build.builder import BuildResult
 from tradebench.benchmarks.mcq.records import MCQRecord, write_jsonl
+from tradebench.cli.mcq import app
 from tradebench.llm.loopback import LoopbackServer, RecordedRequest, Reply
 
 runner = CliRunner()

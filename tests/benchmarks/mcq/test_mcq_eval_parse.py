@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tradebench.benchmarks.mcq.eval_parse import parse_letter
+from tradebench.benchmarks.mcq.eval.parse import parse_letter
 
 
 @pytest.mark.parametrize(

@@ -12,8 +12,8 @@ from pathlib import Path
 import pandas as pd
 
 from tests.benchmarks.mcq.test_mcq_eval_no_tools import pick, question_of, wrong
-from tradebench.benchmarks.mcq.builder import BuildResult
-from tradebench.benchmarks.mcq.eval_run import EvalSpec, run_eval
+from tradebench.benchmarks.mcq.build.builder import BuildResult
+from tradebench.benchmarks.mcq.eval.run import EvalSpec, run_eval
 from tradebench.benchmarks.mcq.records import write_jsonl
 from tradebench.llm.loopback import LoopbackServer, RecordedRequest, Reply
 from tradebench.llm.types import ModelConfig

@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from tradebench.benchmarks.mcq.cli import app
 from tradebench.benchmarks.mcq.config import DataRef
+from tradebench.cli.mcq import app
 from tradebench.llm.loopback import LoopbackServer, RecordedRequest, Reply
 
 runner = CliRunner()

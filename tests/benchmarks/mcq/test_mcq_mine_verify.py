@@ -7,13 +7,13 @@ import random
 
 import pytest
 
-from tradebench.benchmarks.mcq.mine_parse import (
+from tradebench.benchmarks.mcq.mine.parse import (
     Blocks,
     MalformedReply,
     parse_blocks,
     question_sha256,
 )
-from tradebench.benchmarks.mcq.mine_verify import (
+from tradebench.benchmarks.mcq.mine.verify import (
     Rejected,
     Verified,
     jitter_values,

@@ -9,9 +9,9 @@ import pytest
 
 from tests.benchmarks.single_stock.conftest import spec_dict
 from tradebench.benchmarks.single_stock.config import SingleStockOptions
+from tradebench.benchmarks.single_stock.report import SINGLE_STOCK_SECTIONS
 from tradebench.errors import ConfigError
 from tradebench.report.load import load_run
-from tradebench.report.single_stock_section import SINGLE_STOCK_SECTIONS
 from tradebench.runs.runner import run_spec
 from tradebench.runs.spec import RunSpec
 

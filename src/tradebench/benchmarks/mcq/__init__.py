@@ -1,8 +1,9 @@
 """Backtest-comprehension MCQ benchmark: questions from real backtrader backtests.
 
-Build with `build` (or `service.build_file`), verify with `checker.check_records`; the
-definitions of all 33 templates are in docs/mcq.md. Evaluate with `eval_run`, mine with
-`mine_run`. Exports load lazily: building needs the `mcq` extra (backtrader), while the
+Sub-packages: `build` (backtests, templates, `build_file`), `check` (the independent
+checker, `check_file`), `eval` (solvers and `run_eval`) and `mine` (`run_mine`); shared here:
+`config`, `records`, `bars`, `prompt_files`. The definitions of all 33 templates are in
+docs/mcq.md. Exports load lazily: building needs the `mcq` extra (backtrader), while the
 CLI and the rest of tradebench must import without it.
 """
 
@@ -12,12 +13,12 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "BuildResult": "builder",
-    "BuildSpec": "builder",
-    "Skip": "builder",
-    "build": "builder",
-    "CheckReport": "checker",
-    "check_records": "checker",
+    "BuildResult": "build.builder",
+    "BuildSpec": "build.builder",
+    "Skip": "build.builder",
+    "build": "build.builder",
+    "CheckReport": "check",
+    "check_records": "check",
     "BacktestConfig": "config",
     "DataRef": "config",
     "Sizing": "config",

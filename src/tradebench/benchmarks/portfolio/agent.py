@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from tradebench.agents.llm import run_tool_loop
 from tradebench.agents.loop_types import LoopConfig, LoopResult
 from tradebench.agents.protocol import Decision, StepInfo
+from tradebench.agents.tool_loop import run_tool_loop
 from tradebench.benchmarks.portfolio.context import PriceMode, StepContext
 from tradebench.benchmarks.portfolio.observation import StepInfo as ObsStep
 from tradebench.benchmarks.portfolio.observation import user_message

@@ -177,8 +177,8 @@ async def run_llm(
 
 async def run_single_stock(spec: RunSpec, run_dir: Path, progress: RunProgress) -> Path:
     """Run every unfinished single-stock episode of `spec`; returns the summary path."""
-    from tradebench.report.summary import write_summary
     from tradebench.runs.runner import EPISODES, cached_dataset, is_done, resolve_dataset
+    from tradebench.runs.summary import write_summary
 
     options = spec.single_stock or SingleStockOptions()
     run_dir.mkdir(parents=True, exist_ok=True)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tradebench.agents.llm import run_tool_loop
 from tradebench.agents.loop_types import LoopConfig, LoopResult
+from tradebench.agents.tool_loop import run_tool_loop
 from tradebench.agents.tools import SubmitTool
 from tradebench.benchmarks.single_stock.agents import DecisionContext, StepDecision
 from tradebench.benchmarks.single_stock.decision import DecisionArgs, submit_tool

@@ -1,0 +1,237 @@
+"""Build MCQ sets from real backtests: the base pool, a sampled set or the curated 10/10/10.
+
+One seed controls everything random (strategy parameters, template choice, dates, k/n
+parameters, distractors and option order) through `derive_rng`, which hashes the seed with
+a label: no Python `hash()`, no set iteration, so the output is byte-identical across
+processes. One backtest per strategy config is shared by all its questions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from tradebench.benchmarks.mcq.build.backtest import BacktestLog, run_backtest
+from tradebench.benchmarks.mcq.build.options import LETTERS, make_options, settle_decimals
+from tradebench.benchmarks.mcq.build.preamble import question_text
+from tradebench.benchmarks.mcq.build.strategies import PARAM_GRIDS
+from tradebench.benchmarks.mcq.build.templates import TEMPLATES, TIERS, NotApplicable, by_tier
+from tradebench.benchmarks.mcq.config import (
+    STRATEGY_NAMES,
+    BacktestConfig,
+    DataRef,
+    Sizing,
+    StrategyName,
+    StrategySpec,
+)
+from tradebench.benchmarks.mcq.records import MCQRecord, question_id
+from tradebench.errors import ConfigError
+
+Mode = Literal["all_templates", "sample", "curated"]
+CURATED_PER_TIER = 10
+
+
+class BuildSpec(BaseModel):
+    """What to build: data window, broker and sizing, mode, strategies and the seed."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    data: DataRef
+    initial_cash: float = Field(default=50_000.0, gt=0)
+    commission_rate: float = Field(default=0.001, ge=0, lt=0.1)
+    sizing: Sizing = Field(default_factory=Sizing)
+    mode: Mode = "all_templates"
+    num_questions: int = Field(default=0, ge=0)
+    difficulty: Literal["easy", "medium", "hard", "all"] = "all"
+    strategies: tuple[StrategyName, ...] = STRATEGY_NAMES
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Skip:
+    """A (template, strategy) that produced no question, and why."""
+
+    template: str
+    strategy: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """The records in output order, what was skipped, and how many backtests ran."""
+
+    records: tuple[MCQRecord, ...]
+    skipped: tuple[Skip, ...]
+    backtests: int
+
+
+def derive_rng(seed: int, *labels: object) -> np.random.Generator:
+    """A generator for one purpose: SHA-256 of the seed and labels, independent of hash()."""
+    digest = hashlib.sha256("|".join(map(str, (seed, *labels))).encode()).digest()
+    return np.random.default_rng(int.from_bytes(digest[:16], "little"))
+
+
+def strategy_config(spec: BuildSpec, name: StrategyName) -> BacktestConfig:
+    """The backtest config of one strategy: its parameters drawn from its grid by the seed."""
+    grid = PARAM_GRIDS[name]
+    params = grid[int(derive_rng(spec.seed, "params", name).integers(len(grid)))]
+    return BacktestConfig(
+        data=spec.data,
+        initial_cash=spec.initial_cash,
+        commission_rate=spec.commission_rate,
+        sizing=spec.sizing,
+        strategy=StrategySpec(name=name, params=params),
+    )
+
+
+class _Session:
+    """Runs each strategy's backtest once and turns (template, strategy, slot) into records."""
+
+    def __init__(self, spec: BuildSpec, bars: pd.DataFrame) -> None:
+        self.spec, self.bars = spec, bars
+        self.logs: dict[str, BacktestLog] = {}
+
+    def log(self, name: StrategyName) -> BacktestLog:
+        if name not in self.logs:
+            self.logs[name] = run_backtest(self.bars, strategy_config(self.spec, name))
+        return self.logs[name]
+
+    def attempt(self, tname: str, sname: StrategyName, slot: int) -> MCQRecord | Skip:
+        tpl = TEMPLATES[tname]
+        log = self.log(sname)
+        rng = derive_rng(self.spec.seed, "question", tname, sname, slot)
+        inst = tpl.make(log, rng)
+        if isinstance(inst, NotApplicable):
+            return Skip(tname, sname, inst.reason)
+        inst = settle_decimals(inst)
+        opts = make_options(inst, rng)
+        if isinstance(opts, str):
+            return Skip(tname, sname, opts)
+        text = question_text(log.config, inst.text, inst.answer)
+        options = dict(zip(LETTERS, opts.texts, strict=True))
+        return MCQRecord(
+            id=question_id(text, options),
+            question=text,
+            options=options,
+            answer=opts.letter,
+            template=tname,
+            tier=tpl.tier,
+            strategy=sname,
+            answer_kind=inst.answer.kind,
+            params=inst.params,
+            config=log.config,
+            seed=self.spec.seed,
+        )
+
+
+Tick = Callable[[], None]
+
+
+def _noop() -> None:
+    return None
+
+
+def _split(results: list[MCQRecord | Skip]) -> tuple[list[MCQRecord], list[Skip]]:
+    records = [r for r in results if isinstance(r, MCQRecord)]
+    skips = [r for r in results if isinstance(r, Skip)]
+    return records, skips
+
+
+def _all_templates(s: _Session, tick: Tick) -> list[MCQRecord | Skip]:
+    out: list[MCQRecord | Skip] = []
+    for sname in s.spec.strategies:
+        for tpl in by_tier():
+            out.append(s.attempt(tpl.name, sname, 0))
+            tick()
+    return out
+
+
+def _sample(s: _Session, tick: Tick) -> list[MCQRecord | Skip]:
+    spec = s.spec
+    tiers = TIERS if spec.difficulty == "all" else (spec.difficulty,)
+    names = [t.name for t in by_tier() if t.tier in tiers]
+    rng = derive_rng(spec.seed, "sample", spec.difficulty)
+    out: list[MCQRecord | Skip] = []
+    seen: set[tuple[str, str, str]] = set()
+    slots: dict[tuple[str, str], int] = {}
+    got = 0
+    for _ in range(spec.num_questions * 50):
+        if got == spec.num_questions:
+            break
+        tname = names[int(rng.integers(len(names)))]
+        sname = spec.strategies[int(rng.integers(len(spec.strategies)))]
+        slot = slots[(tname, sname)] = slots.get((tname, sname), -1) + 1
+        result = s.attempt(tname, sname, slot)
+        if isinstance(result, Skip):
+            key = (tname, sname, "skip")
+        else:
+            key = (tname, sname, json.dumps(result.params, sort_keys=True))
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(result)
+        if isinstance(result, MCQRecord):
+            got += 1
+            tick()
+    return out
+
+
+def _curated_tier(s: _Session, tier: str, tick: Tick) -> list[MCQRecord | Skip]:
+    rng = derive_rng(s.spec.seed, "curated", tier)
+    names = [t.name for t in by_tier() if t.tier == tier]
+    rank = {n: i for i, n in enumerate(rng.permutation(names).tolist())}
+    strategies = [str(x) for x in rng.permutation(list(s.spec.strategies))]
+    used = dict.fromkeys(names, 0)
+    taken: list[tuple[str, str]] = []
+    out: list[MCQRecord | Skip] = []
+    for i in range(CURATED_PER_TIER * 3):
+        if len(taken) == CURATED_PER_TIER:
+            break
+        sname = strategies[i % len(strategies)]
+        for tname in sorted(names, key=lambda n: (used[n], rank[n])):
+            if (tname, sname) in taken:
+                continue
+            result = s.attempt(tname, sname, 0)  # type: ignore[arg-type]
+            out.append(result)
+            if isinstance(result, MCQRecord):
+                taken.append((tname, sname))
+                used[tname] += 1
+                tick()
+                break
+    return out
+
+
+def build(spec: BuildSpec, bars: pd.DataFrame, tick: Tick = _noop) -> BuildResult:
+    """Build questions as the spec says; `tick` is called once per question attempted."""
+    if spec.mode == "sample" and spec.num_questions <= 0:
+        raise ConfigError("--num-questions must be positive in sample mode")
+    if not spec.strategies:
+        raise ConfigError("no strategy selected")
+    session = _Session(spec, bars)
+    if spec.mode == "all_templates":
+        results = _all_templates(session, tick)
+    elif spec.mode == "sample":
+        results = _sample(session, tick)
+    else:
+        results = [r for tier in TIERS for r in _curated_tier(session, tier, tick)]
+    records, skips = _split(results)
+    unique: dict[tuple[str, str, str], Skip] = {}
+    for skip in skips:
+        unique.setdefault((skip.template, skip.strategy, skip.reason), skip)
+    return BuildResult(tuple(records), tuple(unique.values()), len(session.logs))
+
+
+def total_attempts(spec: BuildSpec) -> int:
+    """How many ticks `build` will make at most (for a progress bar)."""
+    if spec.mode == "all_templates":
+        return len(TEMPLATES) * len(spec.strategies)
+    if spec.mode == "sample":
+        return spec.num_questions
+    return CURATED_PER_TIER * len(TIERS)

@@ -1,0 +1,158 @@
+"""The MCQ evaluation section, rendered from `results.parquet` of `tradebench mcq eval`.
+
+Reads only the results file (one row per question x run) and computes every number with
+`benchmarks.mcq.eval.summary`, so the page shows exactly what `summary.json` says:
+accuracy per model and tier (mean ± std over runs, Wilson 95% interval), per-template
+accuracy, unparseable and refused replies, tokens and recorded latency.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from tradebench.benchmarks.mcq.eval.summary import Accuracy, ModelSummary, accuracy, summarise
+from tradebench.errors import DataError
+from tradebench.report.html import Section, figure_html, mean_std, note, render_page, table
+
+TITLE = "MCQ evaluation"
+NOTE = (
+    "Accuracy is the mean over runs of each run's share of correct answers, ± the sample "
+    "standard deviation across runs (blank with one run). The Wilson 95% interval is over "
+    "all attempts (questions x runs) pooled; repeats of a question are not independent, so "
+    "with several runs it is optimistic. Unparseable: no letter in an accepted form (no "
+    "tools) or no accepted answer submission (with tools). Latency is the recorded model "
+    "time, without sandbox time."
+)
+
+
+def _interval(acc: Accuracy) -> str:
+    if acc.wilson_low is None or acc.wilson_high is None:
+        return "–"
+    return f"[{acc.wilson_low:.3f}, {acc.wilson_high:.3f}]"
+
+
+def _accuracy_row(label: dict[str, str], acc: Accuracy) -> dict[str, object]:
+    return {
+        **label,
+        "questions": acc.questions,
+        "attempts": acc.attempts,
+        "correct": acc.correct,
+        "accuracy": mean_std(acc.mean, acc.std, 3),
+        "Wilson 95%": _interval(acc),
+    }
+
+
+def accuracy_table(summaries: list[ModelSummary]) -> pd.DataFrame:
+    """One row per model x slice (all questions, then each tier)."""
+    rows = []
+    for s in summaries:
+        label = {"model": s.model, "mode": s.mode, "runs": str(s.runs)}
+        rows.append(_accuracy_row({**label, "slice": "all"}, s.overall))
+        rows += [_accuracy_row({**label, "slice": t}, a) for t, a in s.tiers.items()]
+    return pd.DataFrame(rows)
+
+
+def usage_table(summaries: list[ModelSummary]) -> pd.DataFrame:
+    """Counts, tokens and recorded latency per model."""
+    return pd.DataFrame(
+        [
+            {
+                "model": s.model,
+                "mode": s.mode,
+                "unparseable": s.unparseable,
+                "refused tool calls": s.refused_tool_calls,
+                "run_python calls": s.tool_calls,
+                "input tokens": s.input_tokens,
+                "output tokens": s.output_tokens,
+                "tokens / attempt": s.tokens_per_attempt,
+                "latency s": s.latency_s,
+                "latency s / attempt": s.latency_s_per_attempt,
+            }
+            for s in summaries
+        ]
+    )
+
+
+def template_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Accuracy per model x template, hardest first within each model."""
+    out = []
+    for (model, template), group in rows.groupby(["model", "template"], sort=True):
+        acc = accuracy(group)
+        out.append(
+            {
+                "model": model,
+                "template": template,
+                "tier": group["tier"].iloc[0],
+                **_accuracy_row({}, acc),
+                "_mean": acc.mean,
+            }
+        )
+    frame = pd.DataFrame(out).sort_values(["model", "_mean", "template"], kind="stable")
+    return frame.drop(columns="_mean").reset_index(drop=True)
+
+
+def tier_figure(summaries: list[ModelSummary]) -> go.Figure:
+    """Bars of accuracy per tier and model, with the Wilson interval as error bars."""
+    fig = go.Figure()
+    for s in summaries:
+        slices = {"all": s.overall, **s.tiers}
+        means = [a.mean for a in slices.values()]
+        fig.add_trace(
+            go.Bar(
+                name=f"{s.model} ({s.mode})",
+                x=list(slices),
+                y=means,
+                error_y={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": [(a.wilson_high or 0) - (a.mean or 0) for a in slices.values()],
+                    "arrayminus": [(a.mean or 0) - (a.wilson_low or 0) for a in slices.values()],
+                },
+            )
+        )
+    fig.update_layout(
+        title="Accuracy by tier (Wilson 95% interval)",
+        yaxis={"range": [0, 1], "title": "accuracy"},
+        barmode="group",
+        height=380,
+    )
+    return fig
+
+
+def mcq_section(rows: pd.DataFrame) -> Section:
+    """The section for a results frame (columns of `eval.run.EvalRow`)."""
+    summaries = summarise(rows)
+    body = [
+        note(NOTE),
+        figure_html(tier_figure(summaries)),
+        "<h3>Accuracy</h3>",
+        table(accuracy_table(summaries)),
+        "<h3>Replies, tokens and time</h3>",
+        table(usage_table(summaries), digits=3),
+    ]
+    if "template" in rows.columns:
+        body += ["<h3>Accuracy per template</h3>", table(template_table(rows))]
+    return Section(TITLE, "".join(body))
+
+
+def mcq_report(results_path: Path, out_html: Path) -> Path:
+    """Write a standalone HTML page with the MCQ section of a `results.parquet`.
+
+    Raises:
+        DataError: The results file is missing or holds no rows.
+    """
+    results_path = Path(results_path)
+    if not results_path.exists():
+        raise DataError(f"results file {results_path} not found; run `tradebench mcq eval`")
+    rows = pd.read_parquet(results_path)
+    if rows.empty:
+        raise DataError(f"results file {results_path} holds no rows")
+    subtitle = f"tradebench MCQ evaluation of {results_path.resolve()}"
+    page = render_page(f"tradebench {TITLE}", [mcq_section(rows)], subtitle)
+    out_html = Path(out_html)
+    out_html.parent.mkdir(parents=True, exist_ok=True)
+    out_html.write_text(page, encoding="utf-8")
+    return out_html

@@ -1,0 +1,294 @@
+"""`tradebench mcq eval`: run models over a question file, K runs each, and store the results.
+
+Runs are sequential (run r uses `sample_index = r`, so each run has its own cache keys);
+the questions of one run are solved concurrently, at most `concurrency` at a time. Rows
+are stored in (model, run, question order), whatever order replies arrive in. Replies are
+cached in `RESULTS_DIR/cache.sqlite`: rerunning the same command is free and gives the same
+files. Outputs: `results.parquet` (one row per question x run), `summary.json`
+(`EvalSummary`) and `report.html`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from tradebench.benchmarks.mcq.bars import bars_csv, load_bars
+from tradebench.benchmarks.mcq.eval.solve import SOLVERS, Mode, Posed, Solver, SolveResult
+from tradebench.benchmarks.mcq.eval.summary import ModelSummary, summarise
+from tradebench.benchmarks.mcq.prompt_files import prompts_sha256
+from tradebench.benchmarks.mcq.records import MCQRecord, read_jsonl
+from tradebench.errors import ConfigError, TradebenchError
+from tradebench.llm.base import ChatModel, get_model
+from tradebench.llm.cache import CacheMode, ResponseCache
+from tradebench.llm.retry import RetryPolicy
+from tradebench.llm.types import ModelConfig
+from tradebench.registry import Spec
+
+log = logging.getLogger("tradebench.mcq")
+RESULTS_FILE = "results.parquet"
+SUMMARY_FILE = "summary.json"
+REPORT_FILE = "report.html"
+CACHE_FILE = "cache.sqlite"
+
+
+class EvalSpec(BaseModel):
+    """What to evaluate: models, mode, runs and the limits of one attempt."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    models: tuple[ModelConfig, ...] = Field(min_length=1)
+    """Models to evaluate, each over every question and run."""
+    mode: Mode = "no_tools"
+    """`no_tools` (one call, letter parsed) or `with_tools` (run_python, forced answer)."""
+    runs: int = Field(default=1, ge=1)
+    """Samples per question; run r uses sample_index r."""
+    concurrency: int = Field(default=4, ge=1)
+    """Questions solved at once."""
+    max_tool_calls: int = Field(default=8, ge=0)
+    """`with_tools`: run_python calls allowed per question."""
+    sandbox_timeout_s: float = Field(default=30.0, gt=0)
+    """`with_tools`: wall-clock limit of one run_python call."""
+    cache_mode: CacheMode = "readwrite"
+    """Response cache mode (`replay` reruns without any endpoint)."""
+
+    def solver(self) -> tuple[Solver, Spec]:
+        """The registered solver of `mode`, and its spec for the summary."""
+        if self.mode == "no_tools":
+            return SOLVERS.build("no_tools")
+        return SOLVERS.build(
+            "with_tools", max_tool_calls=self.max_tool_calls, timeout_s=self.sandbox_timeout_s
+        )
+
+
+class EvalRow(BaseModel):
+    """One question answered once by one model (a row of `results.parquet`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    schema_version: int = 1
+    """Row layout version."""
+    model: str
+    """`provider:model` label."""
+    mode: str
+    """`no_tools` or `with_tools`."""
+    run: int
+    """Run number, 0-based; also the sample index of its model calls."""
+    question_id: str
+    """Question id (MCQRecord.id)."""
+    tier: str
+    """Difficulty tier."""
+    template: str
+    """Template name."""
+    answer: str
+    """The correct letter."""
+    letter: str | None
+    """The letter obtained, None when none was."""
+    correct: bool
+    """letter == answer."""
+    parsed: bool
+    """A letter was obtained (see `SolveResult.parsed`)."""
+    refused_tool_call: bool
+    """No tools: the reply carried a tool call and was refused."""
+    parse_error: str | None
+    """Why no letter was obtained."""
+    raw_reply: str
+    """The model's final reply text, or its last `answer` arguments."""
+    input_tokens: int
+    """Prompt tokens of the attempt."""
+    output_tokens: int
+    """Completion tokens of the attempt."""
+    latency_s: float
+    """Recorded latency of the attempt's model calls."""
+    model_calls: int
+    """Model calls made."""
+    tool_calls: int
+    """run_python calls made."""
+    transcript: str
+    """JSON of the assistant and tool turns (redacted)."""
+
+
+class EvalSummary(BaseModel):
+    """`summary.json`: what ran and the per-model results."""
+
+    model_config = ConfigDict(frozen=True)
+
+    schema_version: int = 1
+    """Summary layout version."""
+    questions_file: str
+    """Question file name."""
+    questions_sha256: str
+    """SHA-256 of the question file's bytes."""
+    questions: int
+    """Questions evaluated."""
+    solver: dict[str, object]
+    """Registered solver name and arguments."""
+    prompts_sha256: str
+    """SHA-256 of the MCQ prompt files."""
+    models: list[ModelSummary]
+    """One entry per model."""
+
+
+class EvalOutcome(BaseModel):
+    """Where the outputs went, and the summary."""
+
+    model_config = ConfigDict(frozen=True)
+
+    results: Path
+    """results.parquet."""
+    summary_path: Path
+    """summary.json."""
+    report: Path | None
+    """report.html, None when not asked for."""
+    summary: EvalSummary
+    """The summary as written."""
+
+
+def posed(record: MCQRecord, files: dict[str, bytes]) -> Posed:
+    """A question record as the solver sees it."""
+    return Posed(record.id, record.question, record.options, record.answer, files)
+
+
+def question_files(records: Sequence[MCQRecord], mode: Mode) -> list[dict[str, bytes]]:
+    """`bars.csv` per question (the bars it was built from, digest-checked); none without tools."""
+    if mode == "no_tools":
+        return [{} for _ in records]
+    csv: dict[str, bytes] = {}
+    out = []
+    for record in records:
+        key = record.config.data.model_dump_json()
+        if key not in csv:
+            csv[key] = bars_csv(load_bars(record.config.data, verify=True))
+        out.append({"bars.csv": csv[key]})
+    return out
+
+
+def _row(model: str, mode: str, run: int, record: MCQRecord, result: SolveResult) -> EvalRow:
+    if not result.parsed:
+        kind = "refused tool call" if result.refused_tool_call else "unparseable reply"
+        log.warning(
+            "%s: model=%s run=%d question=%s: %s; reply=%r",
+            kind,
+            model,
+            run,
+            record.id[:12],
+            result.parse_error,
+            result.raw_reply[:300],
+        )
+    return EvalRow(
+        model=model,
+        mode=mode,
+        run=run,
+        question_id=record.id,
+        tier=record.tier,
+        template=record.template,
+        answer=record.answer,
+        letter=result.letter,
+        correct=result.letter == record.answer,
+        parsed=result.parsed,
+        refused_tool_call=result.refused_tool_call,
+        parse_error=result.parse_error,
+        raw_reply=result.raw_reply,
+        input_tokens=result.usage.input_tokens,
+        output_tokens=result.usage.output_tokens,
+        latency_s=result.latency_s,
+        model_calls=result.model_calls,
+        tool_calls=result.tool_calls,
+        transcript=result.transcript,
+    )
+
+
+async def evaluate(
+    records: Sequence[MCQRecord],
+    spec: EvalSpec,
+    models: Sequence[ChatModel],
+    files: Sequence[dict[str, bytes]],
+) -> list[EvalRow]:
+    """Solve every question once per run with every model; rows in (model, run, question)."""
+    solver, _ = spec.solver()
+    gate = asyncio.Semaphore(spec.concurrency)
+    rows: list[EvalRow] = []
+
+    async def one(model: ChatModel, run: int, i: int) -> EvalRow:
+        async with gate:
+            result = await solver(model, posed(records[i], files[i]), run)
+        return _row(model.config.label, spec.mode, run, records[i], result)
+
+    for model in models:
+        for run in range(spec.runs):
+            try:
+                async with asyncio.TaskGroup() as group:
+                    tasks = [group.create_task(one(model, run, i)) for i in range(len(records))]
+            except* TradebenchError as failed:  # one clean error for the CLI, not a group
+                raise failed.exceptions[0] from None
+            rows += [t.result() for t in tasks]
+    return rows
+
+
+def write_results(rows: Sequence[EvalRow], path: Path) -> None:
+    """`results.parquet`: one row per question x run, columns as `EvalRow`."""
+    frame = pd.DataFrame([r.model_dump() for r in rows], columns=list(EvalRow.model_fields))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    frame.to_parquet(path, index=False)
+
+
+def _models(spec: EvalSpec, out_dir: Path, retry: RetryPolicy | None) -> list[ChatModel]:
+    labels = [m.label for m in spec.models]
+    if len(set(labels)) != len(labels):
+        raise ConfigError(f"each --model may appear once, got {labels}")
+    cache = ResponseCache(out_dir / CACHE_FILE, mode=spec.cache_mode)
+    return [get_model(m, cache=cache, retry=retry) for m in spec.models]
+
+
+def run_eval(
+    questions: Path,
+    spec: EvalSpec,
+    out_dir: Path,
+    *,
+    limit: int | None = None,
+    retry: RetryPolicy | None = None,
+    report: bool = True,
+) -> EvalOutcome:
+    """Evaluate a question file and write results, summary and (optionally) the report.
+
+    Raises:
+        DataError: The question file or the bars it references are missing or changed.
+        ConfigError: A model is given twice, or a bad model configuration.
+        ProviderError: An endpoint failed after every retry (finished replies stay cached).
+    """
+    records = read_jsonl(questions)
+    if limit is not None:
+        records = records[:limit]
+    if not records:
+        raise ConfigError(f"{questions} holds no questions to evaluate")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = question_files(records, spec.mode)
+    models = _models(spec, out_dir, retry)
+    rows = asyncio.run(evaluate(records, spec, models, files))
+    results = out_dir / RESULTS_FILE
+    write_results(rows, results)
+    _, solver_spec = spec.solver()
+    summary = EvalSummary(
+        questions_file=questions.name,
+        questions_sha256=hashlib.sha256(questions.read_bytes()).hexdigest(),
+        questions=len(records),
+        solver={"name": solver_spec.name, "args": solver_spec.args},
+        prompts_sha256=prompts_sha256(),
+        models=summarise(pd.read_parquet(results)),
+    )
+    summary_path = out_dir / SUMMARY_FILE
+    text = json.dumps(summary.model_dump(mode="json"), indent=2, ensure_ascii=False)
+    summary_path.write_text(text + "\n", encoding="utf-8")
+    html = None
+    if report:
+        from tradebench.benchmarks.mcq.eval.report import mcq_report
+
+        html = mcq_report(results, out_dir / REPORT_FILE)
+    return EvalOutcome(results=results, summary_path=summary_path, report=html, summary=summary)

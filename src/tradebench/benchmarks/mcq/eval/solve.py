@@ -1,0 +1,209 @@
+"""MCQ solvers: one question, one model, one sample -> a `SolveResult`. Registered by mode.
+
+- `no_tools`: one model call with no tools offered. A reply carrying a tool call is
+  refused (scored wrong, counted); otherwise the letter is read strictly
+  (`eval.parse.parse_letter`), and an unreadable reply is scored wrong and counted.
+- `with_tools`: the shared tool loop (`agents.llm.run_tool_loop`) with a `run_python` tool
+  whose calls run in a fresh sandbox directory holding the question's files, then a forced
+  `answer` submit tool whose only argument is a letter enum.
+
+Evaluation and mining (both solver stages) use these same solvers.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+from tradebench.agents.tool_loop import LoopConfig, run_tool_loop
+from tradebench.agents.tools import SubmitTool
+from tradebench.benchmarks.mcq.eval.parse import parse_letter
+from tradebench.benchmarks.mcq.eval.sandbox_tool import limits_for, python_tool
+from tradebench.benchmarks.mcq.prompt_files import render
+from tradebench.llm.base import ChatModel
+from tradebench.llm.redact import Redactor
+from tradebench.llm.types import Message, Usage
+from tradebench.registry import Registry
+from tradebench.sandbox import SandboxLimits
+
+SUBMIT_NAME = "answer"
+SUBMIT_PROMPT = "Stop using tools now. Call `{submit}` with the letter of the option you choose."
+UNPARSEABLE = "no answer letter in an accepted form (a final `Answer: X` line or a lone letter)"
+
+
+@dataclass(frozen=True)
+class Posed:
+    """A question as a solver receives it: text, options A-D, the key, files for tools."""
+
+    id: str
+    question: str
+    options: Mapping[str, str]
+    answer: str
+    files: Mapping[str, bytes] = field(default_factory=lambda: MappingProxyType({}))
+
+
+class SolveResult(BaseModel):
+    """What one solver attempt produced (one row of results, without the question fields)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    letter: str | None
+    """The letter read or submitted; None when none was."""
+    parsed: bool
+    """A letter was obtained (no tools: read in an accepted form; tools: submission accepted)."""
+    refused_tool_call: bool
+    """No tools: the reply carried a tool call and was refused."""
+    parse_error: str | None
+    """Why no letter was obtained, None when one was."""
+    raw_reply: str
+    """The model's final reply text (no tools) or its last `answer` arguments (tools)."""
+    usage: Usage
+    """Tokens over every model call of the attempt."""
+    latency_s: float
+    """Sum of the model calls' recorded latencies."""
+    model_calls: int
+    """Model calls made."""
+    tool_calls: int
+    """`run_python` calls made (tools mode)."""
+    transcript: str
+    """JSON of the messages after the question (assistant and tool turns), redacted."""
+
+
+class Solver(Protocol):
+    """Answers one posed question with one model; `sample_index` keys the cache."""
+
+    async def __call__(self, model: ChatModel, posed: Posed, sample_index: int) -> SolveResult:
+        """Solve `posed` once."""
+        ...
+
+
+SOLVERS: Registry[Solver] = Registry("mcq solver")
+Mode = Literal["no_tools", "with_tools"]
+
+
+def user_message(posed: Posed) -> str:
+    """The question followed by its options, one `X) text` line each."""
+    options = "\n".join(f"{k}) {posed.options[k]}" for k in sorted(posed.options))
+    return render("question", question=posed.question, options=options)
+
+
+def _transcript(messages: list[Message]) -> str:
+    redactor = Redactor.from_env()
+    dumped = [
+        m.model_copy(update={"content": redactor.text(m.content)}).model_dump(mode="json")
+        for m in messages
+    ]
+    return json.dumps(dumped, ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class NoToolsSolver:
+    """One call, no tools offered, the letter read strictly from the text."""
+
+    async def __call__(self, model: ChatModel, posed: Posed, sample_index: int) -> SolveResult:
+        """See `Solver`."""
+        messages = [
+            Message(role="system", content=render("solver_no_tools")),
+            Message(role="user", content=user_message(posed)),
+        ]
+        response = await model.generate(messages, (), "auto", sample_index)
+        reply = response.message
+        refused = bool(reply.tool_calls)
+        letter = None if refused or response.parse_error else parse_letter(reply.content)
+        if refused:
+            error: str | None = "the reply carried a tool call; none was offered"
+        else:
+            error = response.parse_error or (UNPARSEABLE if letter is None else None)
+        raw = reply.content
+        if refused:
+            calls = [{"name": c.name, "arguments": c.raw_arguments} for c in reply.tool_calls]
+            raw = json.dumps({"content": reply.content, "tool_calls": calls}, ensure_ascii=False)
+        return SolveResult(
+            letter=letter,
+            parsed=letter is not None,
+            refused_tool_call=refused,
+            parse_error=error,
+            raw_reply=Redactor.from_env().text(raw),
+            usage=response.usage,
+            latency_s=response.latency_s,
+            model_calls=1,
+            tool_calls=0,
+            transcript=_transcript([reply]),
+        )
+
+
+class AnswerChoice(BaseModel):
+    """The `answer` submission: one letter."""
+
+    letter: Literal["A", "B", "C", "D"]
+
+
+ANSWER_TOOL = SubmitTool.from_model(
+    SUBMIT_NAME, "Submit your final answer: the letter of the option you choose.", AnswerChoice
+)
+
+
+def _files_text(files: Mapping[str, bytes]) -> str:
+    return ", ".join(sorted(files)) if files else "no files"
+
+
+@dataclass(frozen=True)
+class WithToolsSolver:
+    """The tool loop: `run_python` in a fresh sandbox per call, then a forced `answer`."""
+
+    max_tool_calls: int = 8
+    max_submit_retries: int = 2
+    limits: SandboxLimits = field(default_factory=SandboxLimits)
+
+    async def __call__(self, model: ChatModel, posed: Posed, sample_index: int) -> SolveResult:
+        """See `Solver`."""
+        config = LoopConfig(
+            max_tool_calls=self.max_tool_calls,
+            max_submit_retries=self.max_submit_retries,
+            submit_prompt=SUBMIT_PROMPT,
+            sample_index=sample_index,
+        )
+        result = await run_tool_loop(
+            model,
+            system=render("solver_with_tools", files=_files_text(posed.files)),
+            user=user_message(posed),
+            tools=[python_tool(posed.files, self.limits)],
+            submit=ANSWER_TOOL,
+            config=config,
+        )
+        letter = result.action.letter if result.action is not None else None
+        answers = [c for c in result.tool_calls if c.name == SUBMIT_NAME]
+        last_text = next(
+            (m.content for m in reversed(result.messages) if m.role == "assistant"), ""
+        )
+        return SolveResult(
+            letter=letter,
+            parsed=letter is not None,
+            refused_tool_call=False,
+            parse_error=None if letter is not None else "no valid `answer` submission",
+            raw_reply=answers[-1].raw_arguments if answers else last_text,
+            usage=result.usage,
+            latency_s=result.latency_s,
+            model_calls=len(result.model_calls),
+            tool_calls=result.research_calls,
+            transcript=_transcript(result.messages[2:]),
+        )
+
+
+@SOLVERS.register("no_tools")
+def no_tools_solver() -> Solver:
+    """The no-tools solver (no arguments)."""
+    return NoToolsSolver()
+
+
+@SOLVERS.register("with_tools")
+def with_tools_solver(
+    max_tool_calls: int = 8, timeout_s: float = 30.0, max_submit_retries: int = 2
+) -> Solver:
+    """The tools solver: research budget, sandbox wall-clock limit per call, retries."""
+    return WithToolsSolver(max_tool_calls, max_submit_retries, limits_for(timeout_s))

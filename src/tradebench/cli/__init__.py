@@ -1,0 +1,86 @@
+"""`tradebench` command line: a thin typer app; every verb calls one library function.
+
+The only package that imports typer: one module per command group (`data`, `llm`, `mcq`,
+`probe`) or verb (`run`, `report`, `attribute`), composed here. Library functions stay
+callable from Python without it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from tradebench.cli.attribute import attribute as attribute_cmd
+from tradebench.cli.data import app as data_app
+from tradebench.cli.kit import console, exits_on_error
+from tradebench.cli.llm import app as llm_app
+from tradebench.cli.mcq import app as mcq_app
+from tradebench.cli.probe import app as probe_app
+from tradebench.cli.report import report as report_cmd
+from tradebench.cli.run import backtest as backtest_cmd
+from tradebench.cli.run import run as run_cmd
+
+app = typer.Typer(
+    name="tradebench",
+    help=(
+        "Evaluate LLM trading agents honestly: point-in-time data, identity/date masking, "
+        "real market rules.\n\nStart with `tradebench demo`, then `tradebench data --help`."
+    ),
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+)
+app.add_typer(data_app, name="data")
+app.command("backtest")(backtest_cmd)
+app.command("run")(run_cmd)
+app.command("report")(report_cmd)
+app.command("attribute")(attribute_cmd)
+app.add_typer(llm_app, name="llm")
+app.add_typer(mcq_app, name="mcq")
+app.add_typer(probe_app, name="probe")
+
+
+@app.command()
+@exits_on_error
+def demo(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Run folder of the demo.")] = Path(
+        "tradebench-demo"
+    ),
+    seed: Annotated[int, typer.Option(help="Seed of the synthetic market.")] = 0,
+    model: Annotated[
+        str | None,
+        typer.Option(help="Also run a model, e.g. openai:gpt-4.1-mini (key from the env)."),
+    ] = None,
+    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible server URL.")] = None,
+    local_model: Annotated[
+        bool, typer.Option(help="Use the bundled local model when its extra is installed.")
+    ] = True,
+) -> None:
+    """Run the offline demo: baselines (and a model) on the synthetic A-share market.
+
+    Writes a run folder with a self-contained report.html. No network or API key needed
+    unless --model names a hosted model.
+    """
+    from rich.table import Table
+
+    from tradebench.demo import DemoOptions, run_demo
+
+    result = run_demo(
+        DemoOptions(out=out, seed=seed, model=model, base_url=base_url, local_model=local_model)
+    )
+    table = Table(title="demo episodes (synthetic market, 2022-03-01 .. 2022-03-29)")
+    for col in ("agent", "mode", "mask", "steps", "total return", "sharpe", "cash ratio"):
+        table.add_column(col, overflow="fold")
+    for row in result.summary.itertuples():
+        table.add_row(
+            row.agent,
+            row.mode,
+            row.mask,
+            f"{row.n_steps:.0f}",
+            f"{row.total_return:+.2%}",
+            f"{row.sharpe:.2f}",
+            f"{row.cash_ratio:.2f}",
+        )
+    console.print(table)
+    console.print(f"report: [bold]{result.report}[/]")

@@ -1,0 +1,230 @@
+"""`tradebench data`: import, export, synthesise and inspect datasets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+from rich.table import Table
+
+from tradebench.cli.kit import console, exits_on_error
+
+app = typer.Typer(
+    help="Create and inspect datasets (a folder of Parquet tables plus manifest.json).",
+    no_args_is_help=True,
+)
+
+Market = Literal["cn", "us"]
+
+
+@app.command("import")
+@exits_on_error
+def import_cmd(
+    source: Annotated[Path, typer.Argument(help="Long CSV/Parquet file, or a Qlib data folder.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Dataset folder to write.")],
+    fmt: Annotated[str, typer.Option("--format", help="`long` table or `qlib` folder.")] = "long",
+    market: Annotated[str, typer.Option(help="Market rules: cn (A-share) or us.")] = "cn",
+    prices: Annotated[
+        str, typer.Option(help="long: are OHLC columns `adjusted` (raw = price/factor) or `raw`?")
+    ] = "adjusted",
+    index: Annotated[
+        Path | None, typer.Option(help="Index series file (date, close, ...).")
+    ] = None,
+    index_symbol: Annotated[
+        str | None, typer.Option(help="Index symbol (in --index, or a bars symbol such as SPY).")
+    ] = None,
+    membership: Annotated[
+        Path | None, typer.Option(help="Membership intervals: symbol, name, opt-in, opt-out.")
+    ] = None,
+    sectors: Annotated[Path | None, typer.Option(help="symbol/ticker -> sector file.")] = None,
+    symbols: Annotated[str | None, typer.Option(help="Comma-separated subset.")] = None,
+    start: Annotated[str | None, typer.Option(help="First date kept (YYYY-MM-DD).")] = None,
+    end: Annotated[str | None, typer.Option(help="Last date kept (YYYY-MM-DD).")] = None,
+    universe: Annotated[str, typer.Option(help="qlib: instruments file to import.")] = "all",
+    membership_universe: Annotated[
+        str | None, typer.Option(help="qlib: instruments file used as membership, e.g. csi300.")
+    ] = None,
+    name: Annotated[str | None, typer.Option(help="Dataset name (default: source name).")] = None,
+) -> None:
+    """Import real bars into a dataset and report every data problem found.
+
+    Examples:
+
+      tradebench data import bars.parquet -o data/cn --market cn --index idx.csv
+      --index-symbol SH000300 --membership csi300_membership.csv
+
+      tradebench data import ~/.qlib/qlib_data/cn_data --format qlib -o data/qlib
+      --membership-universe csi300 --index-symbol SH000300
+    """
+    from tradebench.data.importers.long import LongImport, import_long
+    from tradebench.data.importers.qlib import QlibImport, import_qlib
+    from tradebench.errors import ConfigError
+
+    if fmt == "long":
+        job, run = (
+            LongImport(
+                source=source,
+                out=out,
+                market=_market(market),
+                prices=_prices(prices),
+                name=name,
+                index_file=index,
+                index_symbol=index_symbol,
+                membership_file=membership,
+                sectors_file=sectors,
+                start=start,
+                end=end,
+                symbols=tuple(s.strip() for s in symbols.split(",")) if symbols else (),
+            ),
+            import_long,
+        )
+    elif fmt == "qlib":
+        job, run = (
+            QlibImport(
+                source=source,
+                out=out,
+                market=_market(market),
+                universe=universe,
+                membership_universe=membership_universe,
+                index_symbol=index_symbol,
+                name=name,
+            ),
+            import_qlib,
+        )
+    else:
+        raise ConfigError(f"unknown --format {fmt!r}; use `long` or `qlib`")
+    with console.status(f"importing {source} ..."):
+        manifest = run(job)
+    console.print(f"wrote dataset [bold]{out}[/] ({manifest.n_bars:,} bars)")
+    _render_info(out)
+
+
+@app.command("export")
+@exits_on_error
+def export_cmd(
+    path: Annotated[Path, typer.Argument(help="Dataset folder to export.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write (new or empty).")],
+    fmt: Annotated[str, typer.Option("--format", help="Only `qlib`: a Qlib data folder.")] = "qlib",
+    symbols: Annotated[str | None, typer.Option(help="Comma-separated subset.")] = None,
+    start: Annotated[str | None, typer.Option(help="First date kept (YYYY-MM-DD).")] = None,
+    end: Annotated[str | None, typer.Option(help="Last date kept (YYYY-MM-DD).")] = None,
+    membership_universe: Annotated[
+        str, typer.Option(help="Instruments file written from the membership, e.g. csi300.")
+    ] = "csi300",
+    suspended: Annotated[
+        str, typer.Option(help="Suspended bars: `nan` (Qlib sees the suspension) or `flat`.")
+    ] = "nan",
+) -> None:
+    """Write a dataset as a Qlib binary folder (for `qlib.init(provider_uri=OUT)`).
+
+    Example:
+
+      tradebench data export data/cn --format qlib -o qlib_cn --start 2024-01-01
+    """
+    from tradebench.data.dataset import load_dataset
+    from tradebench.data.exporters.qlib import QlibExport, export_qlib
+    from tradebench.errors import ConfigError
+
+    if fmt != "qlib":
+        raise ConfigError(f"unknown --format {fmt!r}; only `qlib` is supported")
+    if suspended not in ("nan", "flat"):
+        raise ConfigError(f"unknown --suspended {suspended!r}; use nan or flat")
+    result = export_qlib(
+        load_dataset(path),
+        QlibExport(
+            out=out,
+            symbols=tuple(s.strip() for s in symbols.split(",")) if symbols else (),
+            start=start,
+            end=end,
+            membership_universe=membership_universe,
+            suspended=suspended,  # type: ignore[arg-type]
+        ),
+    )
+    console.print(
+        f"wrote Qlib folder [bold]{result.root}[/]: {result.n_symbols:,} symbols, "
+        f"{result.n_days:,} days ({result.calendar_start} .. {result.calendar_end}), "
+        f"{result.n_bars:,} bars ({result.n_suspended_nan:,} suspended written as NaN), "
+        f"instruments {', '.join(result.universes)}"
+    )
+
+
+@app.command()
+@exits_on_error
+def synth(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Dataset folder to write.")],
+    seed: Annotated[int, typer.Option(help="Seed: same seed, same market.")] = 0,
+    market: Annotated[str, typer.Option(help="Only `cn` (A-share rules) is generated.")] = "cn",
+    names: Annotated[int, typer.Option(help="Number of stocks (>= 300 by default).")] = 320,
+    days: Annotated[int, typer.Option(help="Trading days (780 ~ 3 years).")] = 780,
+) -> None:
+    """Generate a deterministic synthetic A-share market (no data or network needed)."""
+    from tradebench.data.synth import SynthConfig, synthesize
+    from tradebench.errors import ConfigError
+
+    if market != "cn":
+        raise ConfigError("the synthetic generator models A-share rules only: use --market cn")
+    with console.status("generating the synthetic market ..."):
+        synthesize(out, SynthConfig(seed=seed, n_names=names, n_days=days))
+    console.print(f"wrote synthetic dataset [bold]{out}[/]")
+    _render_info(out)
+
+
+@app.command()
+@exits_on_error
+def info(
+    path: Annotated[Path, typer.Argument(help="Dataset folder.")],
+    stats: Annotated[bool, typer.Option(help="Also compute market statistics.")] = False,
+) -> None:
+    """Summarise a dataset: manifest, tables, import findings (and market statistics)."""
+    _render_info(path, with_stats=stats)
+
+
+def _market(value: str) -> Market:
+    from tradebench.errors import ConfigError
+
+    if value not in ("cn", "us"):
+        raise ConfigError(f"unknown --market {value!r}; use cn or us")
+    return value  # type: ignore[return-value]
+
+
+def _prices(value: str) -> Literal["adjusted", "raw"]:
+    from tradebench.errors import ConfigError
+
+    if value not in ("adjusted", "raw"):
+        raise ConfigError(f"unknown --prices {value!r}; use adjusted or raw")
+    return value  # type: ignore[return-value]
+
+
+def _render_info(path: Path, with_stats: bool = False) -> None:
+    from tradebench.data.dataset import load_dataset
+
+    ds = load_dataset(path)
+    m = ds.manifest
+    table = Table(title=f"dataset {m.name}", show_header=False)
+    rows = [
+        ("market / currency", f"{m.market} / {m.currency}"),
+        ("calendar", f"{m.calendar_start} .. {m.calendar_end}"),
+        ("symbols / bars", f"{m.n_symbols:,} / {m.n_bars:,}"),
+        ("price basis", m.price_basis),
+        ("index", m.index_symbol or "-"),
+        ("synthetic", f"yes (seed {m.seed})" if m.synthetic else "no"),
+        ("files", ", ".join(f"{k}:{v.rows:,}" for k, v in m.files.items())),
+    ]
+    for key, value in rows:
+        table.add_row(key, value)
+    console.print(table)
+    findings = Table(title="findings")
+    for col in ("kind", "rows", "examples", "what was done"):
+        findings.add_column(col, overflow="fold")
+    for f in m.findings:
+        findings.add_row(f.kind, f"{f.count:,}", ", ".join(f.examples[:4]), f.detail)
+    console.print(findings if m.findings else "no findings")
+    if with_stats:
+        from tradebench.data.stats import market_stats
+
+        stats = market_stats(ds)
+        st = Table(title="market statistics", show_header=False)
+        for key, value in stats.model_dump().items():
+            st.add_row(key, f"{value:.4f}")
+        console.print(st)

@@ -1,0 +1,355 @@
+"""`tradebench mcq`: build, check, evaluate and mine backtest-comprehension questions."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, get_args
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.table import Table
+
+from tradebench.cli.kit import console, exits_on_error
+from tradebench.errors import ConfigError
+
+if TYPE_CHECKING:
+    from tradebench.benchmarks.mcq.build.builder import BuildResult
+    from tradebench.benchmarks.mcq.config import DataRef
+    from tradebench.benchmarks.mcq.eval.run import EvalOutcome
+    from tradebench.benchmarks.mcq.mine.run import MineOutcome
+    from tradebench.llm.types import ModelConfig
+
+app = typer.Typer(
+    help="Backtest-comprehension MCQs: questions from real backtrader backtests, each answer "
+    "proved by an independent re-run; model evaluation and LLM question mining.",
+    no_args_is_help=True,
+)
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=console,
+        transient=True,
+    )
+
+
+def _mode(all_templates: bool, num_questions: int | None, curated: bool) -> str:
+    chosen = [all_templates, num_questions is not None, curated]
+    if sum(chosen) != 1:
+        raise ConfigError("choose exactly one of --all-templates, --num-questions N, --curated")
+    return ("all_templates", "sample", "curated")[chosen.index(True)]
+
+
+def _data_ref(
+    dataset: Path | None, bars: Path | None, symbol: str, start: str, end: str
+) -> DataRef:
+    from tradebench.benchmarks.mcq.config import DataRef
+
+    if (dataset is None) == (bars is None):
+        raise ConfigError("give exactly one of --dataset DIR or --bars FILE")
+    path, kind = (dataset, "dataset") if dataset is not None else (bars, "long_parquet")
+    try:
+        first, last = dt.date.fromisoformat(start), dt.date.fromisoformat(end)
+    except ValueError as exc:
+        raise ConfigError(f"dates must be YYYY-MM-DD: {exc}") from None
+    return DataRef(kind=kind, path=str(Path(path).resolve()), symbol=symbol, start=first, end=last)
+
+
+@app.command("build")
+@exits_on_error
+def build_cmd(
+    out: Annotated[Path, typer.Option("--out", "-o", help="JSONL file to write.")],
+    dataset: Annotated[Path | None, typer.Option(help="tradebench dataset folder.")] = None,
+    bars: Annotated[
+        Path | None, typer.Option(help="Or: long Parquet file (date, symbol, OHLCV).")
+    ] = None,
+    symbol: Annotated[str, typer.Option(help="Instrument to backtest.")] = "AAPL",
+    start: Annotated[str, typer.Option(help="First day of the window (inclusive).")] = "2020-01-01",
+    end: Annotated[str, typer.Option(help="Last day of the window (inclusive).")] = "2024-01-01",
+    all_templates: Annotated[
+        bool, typer.Option("--all-templates", help="One question per template per strategy.")
+    ] = False,
+    num_questions: Annotated[
+        int | None, typer.Option(help="Sample N questions from --difficulty.")
+    ] = None,
+    difficulty: Annotated[str, typer.Option(help="easy, medium, hard or all.")] = "all",
+    curated: Annotated[
+        bool, typer.Option("--curated", help="Balanced set: 10 easy, 10 medium, 10 hard.")
+    ] = False,
+    strategy: Annotated[str | None, typer.Option(help="Only this strategy.")] = None,
+    initial_cash: Annotated[float, typer.Option(help="Starting cash.")] = 50_000.0,
+    commission_rate: Annotated[float, typer.Option(help="Commission, fraction of value.")] = 0.001,
+    stake: Annotated[
+        int | None, typer.Option(help="Fixed shares per buy (default: percent sizing).")
+    ] = None,
+    percent: Annotated[float, typer.Option(help="Percent of cash per buy.")] = 95.0,
+    seed: Annotated[int, typer.Option(help="Seed for everything random.")] = 0,
+) -> None:
+    """Build questions from real backtests and write them as JSONL.
+
+    Example: tradebench mcq build --dataset data/us --symbol AAPL --all-templates --seed 42
+    -o mcq.jsonl
+    """
+    from tradebench.benchmarks.mcq.build.builder import BuildSpec, total_attempts
+    from tradebench.benchmarks.mcq.build.files import build_file
+    from tradebench.benchmarks.mcq.config import STRATEGY_NAMES, Sizing
+
+    if strategy is not None and strategy not in STRATEGY_NAMES:
+        raise ConfigError(f"unknown strategy {strategy!r}; choose from {list(STRATEGY_NAMES)}")
+    if difficulty not in get_args(BuildSpec.model_fields["difficulty"].annotation):
+        raise ConfigError("--difficulty must be easy, medium, hard or all")
+    sizing = Sizing(kind="stake", stake=stake) if stake else Sizing(percent=percent)
+    spec = BuildSpec(
+        data=_data_ref(dataset, bars, symbol, start, end),
+        initial_cash=initial_cash,
+        commission_rate=commission_rate,
+        sizing=sizing,
+        mode=_mode(all_templates, num_questions, curated),  # type: ignore[arg-type]
+        num_questions=num_questions or 0,
+        difficulty=difficulty,  # type: ignore[arg-type]
+        strategies=(strategy,) if strategy else STRATEGY_NAMES,  # type: ignore[arg-type]
+        seed=seed,
+    )
+    with _progress() as progress:
+        task = progress.add_task("building", total=total_attempts(spec))
+        result = build_file(spec, out, lambda: progress.advance(task))
+    _render_build(result, out)
+
+
+def _render_build(result: BuildResult, out: Path) -> None:
+    from tradebench.benchmarks.mcq.build.stats import distractor_stats
+
+    tiers = {t: sum(1 for r in result.records if r.tier == t) for t in ("easy", "medium", "hard")}
+    console.print(
+        f"wrote [bold]{len(result.records)}[/] questions ({tiers['easy']} easy, "
+        f"{tiers['medium']} medium, {tiers['hard']} hard) from {result.backtests} backtests "
+        f"to {out}"
+    )
+    st = distractor_stats(result.records)
+    if st.numeric:
+        console.print(
+            f"nearest distractor (numeric, n={st.numeric}): p10 {st.nearest_p10:.1%}, median "
+            f"{st.nearest_median:.1%}, p90 {st.nearest_p90:.1%}; answer letters {st.letters}"
+        )
+    if result.skipped:
+        table = Table("template", "strategy", "not asked because", title="not applicable")
+        for skip in result.skipped:
+            table.add_row(skip.template, skip.strategy, skip.reason)
+        console.print(table)
+
+
+@app.command("check")
+@exits_on_error
+def check_cmd(
+    path: Annotated[Path, typer.Argument(help="JSONL question file to check.")],
+) -> None:
+    """Re-run every backtest from its stored config and re-derive every answer independently.
+
+    Exits non-zero when any question's key does not match the re-derived answer.
+    """
+    from tradebench.benchmarks.mcq.check.files import check_file
+    from tradebench.benchmarks.mcq.records import read_jsonl
+
+    total = len(read_jsonl(path))
+    with _progress() as progress:
+        task = progress.add_task("checking", total=total)
+        report = check_file(path, lambda: progress.advance(task))
+    passed = len(report.verdicts) - len(report.failures)
+    console.print(
+        f"{passed}/{len(report.verdicts)} questions agree ({report.backtests} backtests re-run)"
+    )
+    if report.failures:
+        table = Table(
+            "id", "template", "strategy", "keyed", "re-derived", "problem", title="mismatches"
+        )
+        for v in report.failures:
+            table.add_row(v.id[:12], v.template, v.strategy, v.keyed, v.derived, v.detail)
+        console.print(table)
+    if not report.ok:
+        raise typer.Exit(code=1)
+
+
+def _model_configs(
+    models: list[str], base_url: str | None, max_tokens: int, temperature: float
+) -> tuple[ModelConfig, ...]:
+    from tradebench.llm.types import ModelConfig
+
+    if not models:
+        raise ConfigError("give at least one --model provider:model, e.g. openai:gpt-4.1-mini")
+    return tuple(
+        ModelConfig.parse(m, base_url=base_url, max_tokens=max_tokens, temperature=temperature)
+        for m in models
+    )
+
+
+@app.command("eval")
+@exits_on_error
+def eval_cmd(
+    path: Annotated[Path, typer.Argument(help="JSONL question file (from `mcq build`).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Results folder.")],
+    model: Annotated[
+        list[str], typer.Option("--model", help="provider:model; repeat for several models.")
+    ],
+    base_url: Annotated[
+        str | None, typer.Option(help="Endpoint root (OpenAI style includes /v1).")
+    ] = None,
+    mode: Annotated[str, typer.Option(help="no_tools or with_tools.")] = "no_tools",
+    runs: Annotated[int, typer.Option(min=1, help="Samples per question (sample_index).")] = 1,
+    concurrency: Annotated[int, typer.Option(min=1, help="Questions solved at once.")] = 4,
+    max_tokens: Annotated[int, typer.Option(min=1, help="Output cap per reply.")] = 1024,
+    temperature: Annotated[float, typer.Option(help="Sampling temperature.")] = 0.0,
+    max_tool_calls: Annotated[
+        int, typer.Option(min=0, help="with_tools: run_python calls per question.")
+    ] = 8,
+    sandbox_timeout: Annotated[
+        float, typer.Option(help="with_tools: seconds per run_python call.")
+    ] = 30.0,
+    limit: Annotated[int | None, typer.Option(min=1, help="Only the first N questions.")] = None,
+    cache_mode: Annotated[str, typer.Option(help="readwrite, replay or off.")] = "readwrite",
+    report: Annotated[bool, typer.Option(help="Also write report.html.")] = True,
+) -> None:
+    """Evaluate models on a question file: accuracy per tier over K runs, tokens, time.
+
+    Writes OUT/results.parquet (one row per question x run), OUT/summary.json and
+    OUT/report.html; replies are cached in OUT/cache.sqlite, so reruns are free.
+
+    Example: tradebench mcq eval mcq.jsonl --model openai:gpt-4.1-mini --mode with_tools
+    --runs 3 -o runs/mcq-eval
+    """
+    from tradebench.benchmarks.mcq.eval.run import EvalSpec, run_eval
+
+    if mode not in ("no_tools", "with_tools"):
+        raise ConfigError("--mode must be no_tools or with_tools")
+    if cache_mode not in ("readwrite", "replay", "off"):
+        raise ConfigError("--cache-mode must be readwrite, replay or off")
+    spec = EvalSpec(
+        models=_model_configs(model, base_url, max_tokens, temperature),
+        mode=mode,  # type: ignore[arg-type]
+        runs=runs,
+        concurrency=concurrency,
+        max_tool_calls=max_tool_calls,
+        sandbox_timeout_s=sandbox_timeout,
+        cache_mode=cache_mode,  # type: ignore[arg-type]
+    )
+    outcome = run_eval(path, spec, out, limit=limit, report=report)
+    _render_eval(outcome)
+
+
+def _render_eval(outcome: EvalOutcome) -> None:
+    table = Table("model", "slice", "accuracy", "std", "Wilson 95%", "unparseable", "refused")
+    for s in outcome.summary.models:
+        for name, acc in {"all": s.overall, **s.tiers}.items():
+            std = "" if acc.std is None else f"{acc.std:.3f}"
+            wilson = f"[{acc.wilson_low:.3f}, {acc.wilson_high:.3f}]"
+            extra = (str(s.unparseable), str(s.refused_tool_calls)) if name == "all" else ("", "")
+            table.add_row(s.model, name, f"{acc.mean:.3f}", std, wilson, *extra)
+    console.print(table)
+    console.print(f"wrote {outcome.results}, {outcome.summary_path}")
+    if outcome.report is not None:
+        console.print(f"wrote {outcome.report}")
+
+
+@app.command("report")
+@exits_on_error
+def report_cmd(
+    results: Annotated[Path, typer.Argument(help="results.parquet of `mcq eval`.")],
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="HTML file (default: beside results).")
+    ] = None,
+) -> None:
+    """Write the standalone MCQ evaluation page of a results file."""
+    from tradebench.benchmarks.mcq.eval.report import mcq_report
+
+    path = mcq_report(results, out or results.with_name("report.html"))
+    console.print(f"wrote [bold]{path}[/]")
+
+
+@app.command("mine")
+@exits_on_error
+def mine_cmd(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Database folder (DB_DIR).")],
+    generator: Annotated[str, typer.Option(help="provider:model that writes questions.")],
+    solver: Annotated[str, typer.Option(help="provider:model that solves them.")],
+    base_url: Annotated[str | None, typer.Option(help="Endpoint root of both models.")] = None,
+    solver_base_url: Annotated[
+        str | None, typer.Option(help="Endpoint root of the solver, if it differs.")
+    ] = None,
+    rounds: Annotated[int, typer.Option(min=1, help="Generation rounds.")] = 1,
+    per_round: Annotated[int, typer.Option(min=1, help="Questions generated per round.")] = 1,
+    seed: Annotated[int, typer.Option(help="Base MCQ_SEED of the verification code.")] = 0,
+    code_timeout: Annotated[
+        float, typer.Option(help="Seconds per run of the verification code.")
+    ] = 120.0,
+    solver_timeout: Annotated[float, typer.Option(help="Seconds per solver run_python.")] = 30.0,
+    max_tool_calls: Annotated[int, typer.Option(min=0, help="Solver run_python calls.")] = 8,
+    concurrency: Annotated[int, typer.Option(min=1, help="Attempts processed at once.")] = 4,
+    history: Annotated[int, typer.Option(min=0, help="Earlier attempts shown.")] = 12,
+    max_tokens: Annotated[int, typer.Option(min=1, help="Output cap per reply.")] = 2048,
+    generator_temperature: Annotated[float, typer.Option(help="Generator temperature.")] = 0.7,
+    solver_temperature: Annotated[float, typer.Option(help="Solver temperature.")] = 0.0,
+    dataset: Annotated[Path | None, typer.Option(help="Data: tradebench dataset.")] = None,
+    bars: Annotated[Path | None, typer.Option(help="Data: long Parquet file.")] = None,
+    symbol: Annotated[str, typer.Option(help="Data: instrument.")] = "AAPL",
+    start: Annotated[str, typer.Option(help="Data: first day.")] = "2020-01-01",
+    end: Annotated[str, typer.Option(help="Data: last day.")] = "2024-01-01",
+    cache_mode: Annotated[str, typer.Option(help="readwrite, replay or off.")] = "readwrite",
+) -> None:
+    """Mine questions: an LLM writes each with the code that keys it; solvers filter them.
+
+    The code's last output line is the answer; a solver without tools must fail it and one
+    with run_python must solve it (otherwise it goes to the review queue).
+
+    Without --dataset/--bars the questions must be self-contained (data made from MCQ_SEED).
+
+    Example: tradebench mcq mine --generator openai:gpt-4.1 --solver openai:gpt-4.1-mini
+    --bars sp500.parquet --symbol AAPL --rounds 20 -o mcq-db
+    """
+    from tradebench.benchmarks.mcq.mine.run import run_mine
+    from tradebench.benchmarks.mcq.mine.types import MineSpec
+    from tradebench.llm.types import ModelConfig
+
+    if cache_mode not in ("readwrite", "replay", "off"):
+        raise ConfigError("--cache-mode must be readwrite, replay or off")
+    data = None
+    if dataset is not None or bars is not None:
+        data = _data_ref(dataset, bars, symbol, start, end)
+    spec = MineSpec(
+        generator=ModelConfig.parse(
+            generator, base_url, max_tokens=max_tokens, temperature=generator_temperature
+        ),
+        solver=ModelConfig.parse(
+            solver,
+            solver_base_url or base_url,
+            max_tokens=max_tokens,
+            temperature=solver_temperature,
+        ),
+        rounds=rounds,
+        per_round=per_round,
+        seed=seed,
+        code_timeout_s=code_timeout,
+        solver_timeout_s=solver_timeout,
+        max_tool_calls=max_tool_calls,
+        concurrency=concurrency,
+        history=history,
+        data=data,
+        cache_mode=cache_mode,  # type: ignore[arg-type]
+    )
+    outcome = run_mine(spec, out)
+    _render_mine(outcome)
+
+
+def _render_mine(outcome: MineOutcome) -> None:
+    s = outcome.summary
+    table = Table("outcome", "attempts", title=f"mining run {outcome.run_id}")
+    for name, count in s.outcomes.items():
+        table.add_row(name, str(count))
+    console.print(table)
+    tokens = ", ".join(
+        f"{role} {t.input_tokens:,} in / {t.output_tokens:,} out" for role, t in s.tokens.items()
+    )
+    console.print(f"accepted {s.outcomes['accepted']}/{s.attempts}; tokens: {tokens}")
+    console.print(f"database: {outcome.db} (logs in runs/{outcome.run_id})")

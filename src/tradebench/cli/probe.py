@@ -1,0 +1,153 @@
+"""`tradebench probe ...`: build a probe set, attack it, report the recovery rates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+import typer
+
+from tradebench.cli.kit import console, exits_on_error
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+M = TypeVar("M", bound="BaseModel")
+
+app = typer.Typer(
+    help="De-anonymisation probe: can attackers recover tickers and dates from masked payloads?",
+    no_args_is_help=True,
+)
+
+
+def _split(text: str) -> tuple[str, ...]:
+    return tuple(s.strip() for s in text.split(",") if s.strip())
+
+
+def _config(cls: type[M], **fields: Any) -> M:
+    """Build a pydantic config; invalid options become a `ConfigError` (no traceback)."""
+    from pydantic import ValidationError
+
+    from tradebench.errors import ConfigError
+
+    try:
+        return cls(**fields)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:4]
+        )
+        raise ConfigError(f"invalid option ({problems})") from None
+
+
+@app.command()
+@exits_on_error
+def build(
+    dataset: Annotated[Path, typer.Option("--dataset", help="Dataset folder.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Probe file to write (.jsonl).")],
+    n: Annotated[int, typer.Option("--n", min=1, help="Probes to draw.")] = 200,
+    seed: Annotated[int, typer.Option(help="Seed of the draw and the alias maps.")] = 0,
+    levels: Annotated[str, typer.Option(help="Mask levels, comma-separated.")] = "blinded",
+    price_modes: Annotated[
+        str, typer.Option("--price-modes", help="Price modes, comma-separated.")
+    ] = "raw,rebased",
+    boards: Annotated[
+        str, typer.Option(help="Strata boards, comma-separated (`us` for US data).")
+    ] = "main_sh,main_sz,chinext,star",
+) -> None:
+    """Draw N (stock, date) pairs over 5 windows x 4 boards and export their masked payloads.
+
+    Example: tradebench probe build --dataset data/csi300 --out probes.jsonl --n 200
+    """
+    from tradebench.probe.build import BuildConfig, build_probe_set, short_strata
+    from tradebench.probe.store import write_probe_set
+
+    config = _config(
+        BuildConfig,
+        n=n,
+        seed=seed,
+        levels=_split(levels),
+        price_modes=_split(price_modes),
+        boards=_split(boards),
+    )
+    probe_set = build_probe_set(dataset, config)
+    path = write_probe_set(probe_set, out)
+    console.print(f"wrote [bold]{path}[/]: {len(probe_set.probes)} probes")
+    for s in short_strata(probe_set.header):
+        console.print(
+            f"short stratum: window {s.window} {s.board} has {s.available} pairs, "
+            f"drew {s.drawn} of {s.quota} (filled from other strata)",
+            highlight=False,
+        )
+
+
+@app.command()
+@exits_on_error
+def run(
+    probes: Annotated[Path, typer.Argument(help="Probe file from `probe build`.")],
+    attacker: Annotated[
+        str, typer.Option(help="`data`, `data:returns,volume`, or provider:model of an LLM.")
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Results folder.")],
+    base_url: Annotated[str | None, typer.Option("--base-url", help="LLM endpoint root.")] = None,
+    api_key_env: Annotated[
+        str | None, typer.Option("--api-key-env", help="Variable holding the key.")
+    ] = None,
+    max_tokens: Annotated[int, typer.Option(min=8, help="Output cap per reply.")] = 256,
+    concurrency: Annotated[int, typer.Option(min=1, help="LLM loops in flight.")] = 4,
+    retries: Annotated[int, typer.Option(min=0, help="Retries of an invalid reply.")] = 2,
+    cache: Annotated[Path | None, typer.Option(help="Response cache file.")] = None,
+    cache_mode: Annotated[str, typer.Option(help="readwrite, replay or off.")] = "readwrite",
+    levels: Annotated[str, typer.Option(help="Only these mask levels.")] = "",
+    price_modes: Annotated[str, typer.Option("--price-modes", help="Only these.")] = "",
+    limit: Annotated[int | None, typer.Option(min=1, help="Only the first N probes.")] = None,
+    dataset: Annotated[
+        Path | None, typer.Option(help="Dataset of the data attacker (default: the build's).")
+    ] = None,
+    bars: Annotated[
+        int | None, typer.Option(min=2, help="Data attacker: match only the last N bars.")
+    ] = None,
+) -> None:
+    """Attack the probe set with one attacker; write scored Parquet results to OUT.
+
+    Example: tradebench probe run probes.jsonl --attacker openai:local
+    --base-url http://127.0.0.1:8080/v1 -o probe-results
+    """
+    from tradebench.probe.run import AttackConfig, run_attack
+
+    config = _config(
+        AttackConfig,
+        attacker=attacker,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        max_tokens=max_tokens,
+        concurrency=concurrency,
+        retries=retries,
+        cache=cache,
+        cache_mode=cache_mode,
+        levels=_split(levels),
+        price_modes=_split(price_modes),
+        limit=limit,
+        dataset=dataset,
+        bars=bars,
+    )
+    outcome = run_attack(probes, out, config)
+    console.print(
+        f"wrote [bold]{outcome.results}[/]: {outcome.attempts} attempts, "
+        f"{outcome.valid} valid, {outcome.failed} failed (excluded from rates)"
+    )
+
+
+@app.command()
+@exits_on_error
+def report(
+    results: Annotated[Path, typer.Argument(help="Results folder of `probe run`.")],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="HTML file.")] = None,
+) -> None:
+    """Write the recovery table with 95% intervals and random baselines as an HTML page.
+
+    Example: tradebench probe report probe-results
+    """
+    from tradebench.probe.report import build_probe_report
+
+    path = build_probe_report(results, out)
+    console.print(f"wrote [bold]{path}[/]")

@@ -1,0 +1,120 @@
+"""`tradebench backtest`: one agent over one window, written as a run folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from tradebench.cli.kit import console, exits_on_error
+
+
+def parse_agent_args(pairs: list[str]) -> dict[str, object]:
+    """`key=value` pairs to a dict; values parse as int, float, bool or stay strings."""
+    from tradebench.errors import ConfigError
+
+    out: dict[str, object] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"agent option {pair!r} is not key=value")
+        value: object = raw
+        for cast in (int, float):
+            try:
+                value = cast(raw)
+                break
+            except ValueError:
+                continue
+        if raw.lower() in {"true", "false"}:
+            value = raw.lower() == "true"
+        out[key.replace("-", "_")] = value
+    return out
+
+
+@exits_on_error
+def backtest(
+    dataset: Annotated[Path, typer.Option(help="Dataset folder (see `tradebench data`).")],
+    agent: Annotated[
+        str, typer.Option(help="cash | equal_weight | momentum_topk | benchmark (index reference).")
+    ],
+    start: Annotated[str, typer.Option(help="First decision day, YYYY-MM-DD.")],
+    end: Annotated[str, typer.Option(help="Last decision day, YYYY-MM-DD (inclusive).")],
+    out: Annotated[Path, typer.Option(help="Run folder to write.")],
+    initial_cash: Annotated[float, typer.Option(help="Start capital.")] = 1_000_000.0,
+    arg: Annotated[
+        list[str] | None,
+        typer.Option("--arg", "-A", help="Agent option key=value, e.g. -A every=1 -A k=30."),
+    ] = None,
+) -> None:
+    """Backtest one agent under the dataset market's rules and write the run folder.
+
+    Writes steps.parquet, positions.parquet, orders.parquet and metrics.json (plus run.json).
+
+    Example: tradebench backtest --dataset data/cn --agent equal_weight --start 2024-01-02
+    --end 2024-06-28 --out runs/ew -A every=5
+    """
+    from tradebench.runs.execute import BacktestRequest, backtest_to_folder
+
+    request = BacktestRequest(
+        dataset=dataset,
+        agent=agent,
+        start=start,
+        end=end,
+        out=out,
+        initial_cash=initial_cash,
+        agent_args=parse_agent_args(arg or []),
+    )
+    metrics = backtest_to_folder(request, progress=True)
+    console.print(f"wrote [bold]{out}[/]")
+    for key in ("total_return", "sharpe", "max_drawdown", "information_ratio", "cash_ratio"):
+        value = metrics.get(key)
+        console.print(f"  {key:>18}: {'-' if value is None else f'{value:.4f}'}")
+
+
+@exits_on_error
+def run(
+    spec: Annotated[Path, typer.Argument(help="Run spec (YAML); see examples/.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Run folder (rerun to resume).")],
+) -> None:
+    """Run a spec's whole grid (agents x modes x masks x seeds x windows) into a run folder.
+
+    Rerunning the same command resumes: finished episodes are skipped and an unfinished
+    one continues from its last completed step. Writes RUN_DIR/spec.yaml,
+    RUN_DIR/episodes/<id>/ (steps, positions, orders, metrics.json, trace.jsonl) and
+    RUN_DIR/summary.parquet. Then `tradebench report RUN_DIR`.
+    """
+    import asyncio
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from tradebench.runs.runner import RunProgress, run_spec
+    from tradebench.runs.spec import RunSpec
+
+    loaded = RunSpec.load(spec)
+    counters = RunProgress()
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[extra]}"),
+        console=console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("episodes", total=None, extra="")
+
+        def show(p: RunProgress) -> None:
+            bar.update(
+                task,
+                completed=p.episodes_done,
+                total=p.episodes_total,
+                extra=f"steps {p.steps_done:,}  tokens {p.tokens:,}",
+            )
+
+        counters.listeners.append(show)
+        summary = asyncio.run(run_spec(loaded, out, counters))
+    console.print(
+        f"{counters.episodes_done}/{counters.episodes_total} episodes, "
+        f"{counters.steps_done:,} steps, {counters.tokens:,} tokens"
+    )
+    console.print(f"summary: [bold]{summary}[/]  (next: tradebench report {out})")
