@@ -100,8 +100,8 @@ def model_entry(opts: DemoOptions) -> Iterator[dict[str, Any] | None]:
 
 def run_demo(opts: DemoOptions) -> DemoResult:
     """Run the demo grid into `opts.out` (resumable), then write the HTML report."""
+    from tradebench.benchmarks import run_spec
     from tradebench.report import build_report
-    from tradebench.runs.runner import run_spec
 
     run_dir = Path(opts.out)
     with model_entry(opts) as entry:

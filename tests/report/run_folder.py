@@ -15,8 +15,9 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from tradebench.runs.backtest import ORDER_COLUMNS, STEP_COLUMNS, BacktestResult
-from tradebench.runs.execute import BacktestRequest, backtest_to_folder, score
+from tradebench.runs.backtest import BacktestRequest, backtest_to_folder, score
+from tradebench.runs.engine import BacktestResult
+from tradebench.runs.records import ORDER_COLUMNS, STEP_COLUMNS, RunRecord
 from tradebench.runs.store import write_run
 
 START, END = "2021-03-01", "2021-04-30"
@@ -131,7 +132,7 @@ def _llm_episodes(episodes: Path, symbols: list[str]) -> None:
         )
         folder = episodes / episode_id(LLM_AGENT, seed, mode, mask)
         info = {"agent": LLM_AGENT, "start": START, "end": END, "initial_cash": INITIAL_CASH}
-        write_run(folder, result, score(result), info)
+        write_run(folder, result, score(result), RunRecord.model_validate(info))
         _write_meta(folder, _meta(LLM_AGENT, "llm", mode, mask, seed, "done"))
     running = episodes / episode_id(LLM_AGENT, 2, "memory_only", "bright")
     _write_meta(running, _meta(LLM_AGENT, "llm", "memory_only", "bright", 2, "running"))

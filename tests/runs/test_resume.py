@@ -9,10 +9,11 @@ import pandas as pd
 import pytest
 
 from tradebench.agents.baselines import MomentumTopKAgent
+from tradebench.benchmarks import run_spec
 from tradebench.data import load_dataset
-from tradebench.runs.backtest import run_backtest_sync
-from tradebench.runs.checkpoint import PROGRESS, Checkpoint
-from tradebench.runs.runner import run_spec
+from tradebench.runs.engine import run_backtest_sync
+from tradebench.runs.journal import Journal
+from tradebench.runs.records import PROGRESS_FILE as PROGRESS
 from tradebench.runs.spec import RunSpec
 
 
@@ -52,7 +53,7 @@ def test_resume_after_crash_matches_clean_run(
             CrashingAgent(crash_at, agent),
             "2022-03-01",
             "2022-03-31",
-            checkpoint=Checkpoint(folder),
+            journal=Journal(folder),
         )
     progress = folder / PROGRESS
     lines = progress.read_text().splitlines() if progress.exists() else []
@@ -61,7 +62,7 @@ def test_resume_after_crash_matches_clean_run(
     with (folder / PROGRESS).open("a") as fh:
         fh.write('{"step": [')
     resumed = run_backtest_sync(
-        ds, agent, "2022-03-01", "2022-03-31", checkpoint=Checkpoint(folder)
+        ds, agent, "2022-03-01", "2022-03-31", journal=Journal(folder)
     )
     for a, b in zip(_frames(clean), _frames(resumed), strict=True):
         pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True))

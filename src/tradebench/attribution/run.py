@@ -10,7 +10,6 @@ and `RUN_DIR/attribution_summary.parquet`, one row per attributed episode, joine
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -21,9 +20,10 @@ import pandas as pd
 import yaml
 
 from tradebench.agents.factor.models import MODELS
+from tradebench.agents.factor.signal import evaluate_signal
 from tradebench.attribution.model import build_factor_model
 from tradebench.data.dataset import Dataset, load_dataset
-from tradebench.errors import ConfigError, DataError, TradebenchError
+from tradebench.errors import ConfigError, TradebenchError
 from tradebench.metrics.attribution import (
     attribution_summary,
     decompose,
@@ -32,6 +32,19 @@ from tradebench.metrics.attribution import (
     pre_return_weights,
 )
 from tradebench.metrics.factor_model import FactorModel, FactorModelConfig
+from tradebench.runs.executor import resolve_dataset
+from tradebench.runs.records import (
+    DEFAULT_INITIAL_CASH,
+    EPISODES_DIR,
+    METRICS_FILE,
+    POSITIONS_FILE,
+    SPEC_FILE,
+    STEPS_FILE,
+    EpisodeRecord,
+    RunRecord,
+)
+from tradebench.runs.store import read_episode_record, read_run_record, write_json
+from tradebench.runs.summary import episode_dirs
 
 ATTRIBUTION_DIR = "attribution"
 ATTRIBUTION_FILE = "attribution.parquet"
@@ -64,16 +77,6 @@ class AttributionOutcome:
     amount_source: str = ""
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        return {}
-    try:
-        payload = json.loads(path.read_text())
-    except ValueError as exc:
-        raise DataError(f"{path} is not readable JSON ({exc}); rewrite or remove it") from None
-    return payload if isinstance(payload, dict) else {}
-
-
 def resolve_run_dataset(run_dir: Path, dataset: Path | None = None) -> Path:
     """The run's dataset: `dataset`, else the spec's `dataset`, else an episode's run.json.
 
@@ -82,28 +85,27 @@ def resolve_run_dataset(run_dir: Path, dataset: Path | None = None) -> Path:
     """
     if dataset is not None:
         return Path(dataset)
-    spec_file = run_dir / "spec.yaml"
+    spec_file = run_dir / SPEC_FILE
     if spec_file.exists():
         name = (yaml.safe_load(spec_file.read_text()) or {}).get("dataset")
         if name:
-            from tradebench.runs.runner import resolve_dataset
-
             return resolve_dataset(str(name), run_dir)
-    for folder in sorted((run_dir / "episodes").glob("*/")):
-        name = _read_json(folder / "run.json").get("dataset")
-        if name and (Path(name) / "manifest.json").exists():
-            return Path(name)
+    for folder in episode_dirs(run_dir):
+        run = read_run_record(folder)
+        if run and run.dataset and (Path(run.dataset) / "manifest.json").exists():
+            return Path(run.dataset)
     raise ConfigError(
         f"cannot tell which dataset {run_dir} used (no spec.yaml `dataset`, no run.json "
         "`dataset`); pass --dataset"
     )
 
 
-def _baseline(meta: dict[str, Any], run: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
-    """(registered baseline name, its arguments) from episode.json or run.json."""
-    for source in (meta.get("baseline"), run.get("agent")):
-        if isinstance(source, dict) and source.get("name"):
-            return str(source["name"]), dict(source.get("args") or {})
+def _baseline(record: EpisodeRecord, run: RunRecord | None) -> tuple[str | None, dict[str, Any]]:
+    """(registered baseline name, its arguments) from episode.json, else run.json's agent."""
+    if record.baseline and record.baseline.get("name"):
+        return str(record.baseline["name"]), dict(record.baseline.get("args") or {})
+    if run is not None and record.kind != "llm":
+        return run.agent.name, dict(run.agent.args)
     return None, {}
 
 
@@ -117,7 +119,7 @@ def cohort_of(kind: str, baseline: str | None) -> str:
 @dataclass(frozen=True)
 class _Episode:
     folder: Path
-    meta: dict[str, Any]
+    record: EpisodeRecord
     baseline: str | None
     args: dict[str, Any]
     steps: pd.DataFrame
@@ -127,24 +129,32 @@ class _Episode:
 
 def _episode(folder: Path) -> _Episode | str:
     """An attributable episode, or why it is skipped."""
-    meta, run = _read_json(folder / "episode.json"), _read_json(folder / "run.json")
-    status = meta.get("status") or ("done" if (folder / "metrics.json").exists() else "running")
+    record, run = read_episode_record(folder), read_run_record(folder)
+    has_metrics = (folder / METRICS_FILE).exists()
+    stated = record is not None and "status" in record.model_fields_set
+    status = record.status if stated else ("done" if has_metrics else "running")
     if status != "done":
         return f"status {status}"
-    if meta.get("kind") == "benchmark" or meta.get("agent") == "benchmark":
+    record = record or EpisodeRecord(
+        schema_version=1, episode_id=folder.name, agent=folder.name, kind="baseline"
+    )
+    if record.kind == "benchmark" or record.agent == "benchmark":
         return "benchmark index (holds no positions)"
-    if not (folder / "steps.parquet").exists() or not (folder / "positions.parquet").exists():
+    if not (folder / STEPS_FILE).exists() or not (folder / POSITIONS_FILE).exists():
         return "no steps.parquet/positions.parquet"
-    steps = pd.read_parquet(folder / "steps.parquet")
+    steps = pd.read_parquet(folder / STEPS_FILE)
     if steps.empty:
         return "no steps"
-    window = meta.get("window") or {}
     days = pd.to_datetime(steps["date"])
-    start = str(window.get("start") or run.get("start") or days.min().date())
-    end = str(window.get("end") or run.get("end") or days.max().date())
-    cash = (run.get("rules") or {}).get("initial_cash") or run.get("initial_cash") or 1e6
-    name, args = _baseline(meta, run)
-    return _Episode(folder, meta, name, args, steps, (start, end), float(cash))
+    if record.window is not None:
+        start, end = str(record.window.start), str(record.window.end)
+    elif run is not None:
+        start, end = str(run.start), str(run.end)
+    else:
+        start, end = str(days.min().date()), str(days.max().date())
+    cash = run.initial_cash if run is not None else (record.initial_cash or DEFAULT_INITIAL_CASH)
+    name, args = _baseline(record, run)
+    return _Episode(folder, record, name, args, steps, (start, end), float(cash))
 
 
 def _costs(folder: Path, dates: pd.Series, nav_prev: np.ndarray) -> np.ndarray:
@@ -198,8 +208,6 @@ def _model_record(model: FactorModel) -> dict[str, Any]:
 
 
 def _signal(ep: _Episode, dataset: Dataset) -> dict[str, Any]:
-    from tradebench.agents.factor.signal import evaluate_signal
-
     report = evaluate_signal(dataset, str(ep.baseline), ep.args, *ep.window)
     q = report.quality
     out = {"schema_version": 1, "model": report.model, "model_key": report.model_key}
@@ -215,21 +223,15 @@ def _signal(ep: _Episode, dataset: Dataset) -> dict[str, Any]:
     }
 
 
-def _write_json(path: Path, payload: dict[str, Any]) -> None:
-    from tradebench.runs.store import write_json
-
-    write_json(path, payload)
-
-
 def _summary_row(ep: _Episode, model: FactorModel, daily: pd.DataFrame) -> dict[str, Any]:
-    meta = ep.meta
-    kind = str(meta.get("kind") or "baseline")
+    record = ep.record
+    kind = record.kind
     return {
         "episode_id": ep.folder.name,
-        "agent": str(meta.get("agent") or ep.baseline or ep.folder.name),
+        "agent": record.agent or ep.baseline or ep.folder.name,
         "kind": kind,
-        "mode": str(meta.get("mode") or "n/a"),
-        "mask": str(meta.get("mask") or "n/a"),
+        "mode": record.mode,
+        "mask": record.mask,
         "cohort": cohort_of(kind, ep.baseline),
         "baseline": ep.baseline,
         "window_start": ep.window[0],
@@ -252,12 +254,12 @@ def attribute_run(
         ConfigError: the run folder or its dataset cannot be found.
     """
     run_dir = Path(run_dir)
-    if not (run_dir / "episodes").is_dir():
+    if not (run_dir / EPISODES_DIR).is_dir():
         raise ConfigError(f"{run_dir} has no episodes/ folder; pass a `tradebench run` folder")
     ds = load_dataset(resolve_run_dataset(run_dir, dataset))
     models: dict[tuple[str, str], FactorModel] = {}
     rows, skipped, done = [], {}, []
-    for folder in sorted(p for p in (run_dir / "episodes").iterdir() if p.is_dir()):
+    for folder in episode_dirs(run_dir):
         ep = _episode(folder)
         if isinstance(ep, str):
             skipped[folder.name] = ep
@@ -291,7 +293,7 @@ def _signal_columns(ep: _Episode, ds: Dataset) -> tuple[dict[str, Any], str | No
         payload = _signal(ep, ds)
     except TradebenchError as exc:
         return {}, str(exc)
-    _write_json(ep.folder / SIGNAL_FILE, payload)
+    write_json(ep.folder / SIGNAL_FILE, payload)
     return {k: payload[k] for k in SIGNAL_COLUMNS}, None
 
 
@@ -303,7 +305,7 @@ def _write_models(
     for (start, end), model in models.items():
         span = f"{start}_{end}"
         record = _model_record(model)
-        _write_json(folder / f"{span}.json", record)
+        write_json(folder / f"{span}.json", record)
         model.factor_returns().to_parquet(folder / f"{span}_factor_returns.parquet")
         out[span] = record
     return out

@@ -23,7 +23,8 @@ def report(
 
     Example: tradebench report runs/csi300-2024
     """
-    from tradebench.report import ReportOptions, build_report
+    from tradebench.benchmarks import build_report
+    from tradebench.report import ReportOptions
 
     path = build_report(run_dir, ReportOptions(samples_per_mask=samples, sample_seed=seed))
     console.print(f"wrote [bold]{path}[/]")

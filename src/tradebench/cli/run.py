@@ -54,7 +54,9 @@ def backtest(
     Example: tradebench backtest --dataset data/cn --agent equal_weight --start 2024-01-02
     --end 2024-06-28 --out runs/ew -A every=5
     """
-    from tradebench.runs.execute import BacktestRequest, backtest_to_folder
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    from tradebench.runs.backtest import BacktestRequest, backtest_to_folder
 
     request = BacktestRequest(
         dataset=dataset,
@@ -65,7 +67,18 @@ def backtest(
         initial_cash=initial_cash,
         agent_args=parse_agent_args(arg or []),
     )
-    metrics = backtest_to_folder(request, progress=True)
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task(f"backtest {agent}", total=None)
+        metrics = backtest_to_folder(
+            request, on_step=lambda i, n: bar.update(task, completed=i, total=n)
+        )
     console.print(f"wrote [bold]{out}[/]")
     for key in ("total_return", "sharpe", "max_drawdown", "information_ratio", "cash_ratio"):
         value = metrics.get(key)
@@ -88,10 +101,12 @@ def run(
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from tradebench.runs.runner import RunProgress, run_spec
+    from tradebench.benchmarks import get_benchmark, run_spec
+    from tradebench.runs.executor import RunProgress
     from tradebench.runs.spec import RunSpec
 
     loaded = RunSpec.load(spec)
+    loaded.options_as(get_benchmark(loaded.benchmark).options_model)  # fail before starting
     counters = RunProgress()
     with Progress(
         TextColumn("{task.description}"),

@@ -30,13 +30,13 @@ from tradebench.benchmarks.single_stock.config import (
     expand_tasks,
 )
 from tradebench.benchmarks.single_stock.decision import UnreadableReply, parse_reply_text
-from tradebench.benchmarks.single_stock.episode import SingleStockEpisode, plan_episode
+from tradebench.benchmarks.single_stock.episode import SingleStockEpisode, build_episode
 from tradebench.benchmarks.single_stock.prompt_files import PromptSet, load_prompts, nudge_text
 from tradebench.benchmarks.single_stock.scoring import score_episode
 from tradebench.benchmarks.single_stock.series import guard_totals, series_records
 from tradebench.data.dataset import Dataset, load_dataset
 from tradebench.errors import ConfigError
-from tradebench.masking import MaskLevel, build_masker
+from tradebench.masking import MaskLevel
 
 VERIFIERS_REQUIREMENT = "verifiers>=0.3.0,<0.4"
 ENV_ID = "tradebench.integrations.verifiers_env"
@@ -77,12 +77,9 @@ class EnvSettings:
 
     def episode(self, task: Task) -> SingleStockEpisode:
         """A fresh episode of `task` whose daily messages ask for JSON replies."""
-        plan = plan_episode(self.ds, task, self.options.episode_length)
-        panel = self.ds.panel
         ident = f"verifiers_{task.persona}_{self.mask}_{task.cell}_s{self.seed}"
-        masker = build_masker(self.mask, panel.symbols, panel.dates, plan.days[0], self.seed, ident)
-        return SingleStockEpisode(
-            self.ds, plan, masker, self.prompts, self.options.price_mode, reply_format="json"
+        return build_episode(
+            self.ds, task, self.options, self.prompts, self.mask, self.seed, ident, "json"
         )
 
 

@@ -14,9 +14,8 @@ from pathlib import Path
 from tradebench.report.html import Section, render_page
 from tradebench.report.load import RunData, load_run
 from tradebench.report.sections import DEFAULT_SECTIONS, ReportOptions, SectionBuilder
+from tradebench.runs.records import REPORT_FILE
 from tradebench.runs.summary import SUMMARY_COLUMNS, summarise_episodes, write_summary
-
-REPORT_FILE = "report.html"
 
 __all__ = [
     "DEFAULT_SECTIONS",

@@ -1,7 +1,7 @@
 """Load what the report needs from a run folder: spec, summary, steps and orders.
 
 Only the run folder is read, never the dataset. `summary.parquet` is used when present
-(the runner writes it); otherwise the summary is computed from the episode folders.
+(the executor writes it); otherwise the summary is computed from the episode folders.
 """
 
 from __future__ import annotations
@@ -15,9 +15,15 @@ import pandas as pd
 import yaml
 
 from tradebench.errors import ConfigError, DataError
-from tradebench.runs.summary import (
+from tradebench.runs.records import (
     EPISODES_DIR,
+    ORDERS_FILE,
+    SPEC_FILE,
+    STEPS_FILE,
     SUMMARY_FILE,
+)
+from tradebench.runs.store import read_table
+from tradebench.runs.summary import (
     episode_dirs,
     initial_cash,
     normalise_summary,
@@ -41,7 +47,7 @@ class RunData:
     spec: dict[str, Any]
     """The resolved run spec (`{}` when `spec.yaml` is absent)."""
     summary: pd.DataFrame
-    """One row per episode (`report.summary.SUMMARY_COLUMNS`)."""
+    """One row per episode (`runs.summary.SUMMARY_COLUMNS`)."""
     steps: Mapping[str, pd.DataFrame] = field(default_factory=dict)
     """Episode id -> steps (`STEP_COLUMNS`, dates as timestamps)."""
     orders: Mapping[str, pd.DataFrame] = field(default_factory=dict)
@@ -56,7 +62,7 @@ class RunData:
 
 def read_spec(run_dir: Path) -> dict[str, Any]:
     """The resolved spec from `spec.yaml`, `{}` when absent."""
-    path = run_dir / "spec.yaml"
+    path = run_dir / SPEC_FILE
     if not path.exists():
         return {}
     try:
@@ -72,14 +78,6 @@ def read_summary(run_dir: Path) -> pd.DataFrame:
     if path.exists():
         return normalise_summary(pd.read_parquet(path))
     return summarise_episodes(run_dir)
-
-
-def _read_table(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
-    """The listed columns of a Parquet file (absent ones null); empty when no file."""
-    frame = pd.read_parquet(path) if path.exists() else pd.DataFrame()
-    out = frame.reindex(columns=list(columns))
-    out["date"] = pd.to_datetime(out["date"])
-    return out.reset_index(drop=True)
 
 
 def load_run(run_dir: Path) -> RunData:
@@ -104,10 +102,9 @@ def load_run(run_dir: Path) -> RunData:
         name=str(spec.get("name") or run_dir.resolve().name),
         spec=spec,
         summary=summary,
-        steps={i: _read_table(by_id[i] / "steps.parquet", STEP_COLUMNS) for i in ids},
+        steps={i: read_table(by_id[i] / STEPS_FILE, STEP_COLUMNS) for i in ids},
         orders={
-            i: _read_table(by_id[i] / "orders.parquet", (*ORDER_COLUMNS, "stock_id_sent"))
-            for i in ids
+            i: read_table(by_id[i] / ORDERS_FILE, (*ORDER_COLUMNS, "stock_id_sent")) for i in ids
         },
         initial_cash={i: initial_cash(by_id[i]) for i in ids},
     )

@@ -1,7 +1,8 @@
-"""The report's sections: one builder per section, `(RunData, ReportOptions) -> Section`.
+"""The report's generic sections: one builder per section, `(RunData, ReportOptions) -> Section`.
 
-A builder returns None to leave its section out. Add a section (attribution, MCQ,
-personas, probe) by writing a builder and passing it in `build_report(sections=...)`.
+A builder returns None to leave its section out. These cover every broker-style run
+(equity, panel, mode x mask, rejections, tokens, rationales, attribution); a benchmark adds
+its own through its `report_sections`, passed in `build_report(sections=...)`.
 """
 
 from __future__ import annotations
@@ -12,12 +13,11 @@ from dataclasses import dataclass
 import pandas as pd
 import yaml
 
-from tradebench.benchmarks.single_stock.report import SINGLE_STOCK_SECTIONS
 from tradebench.report import figures, tables
 from tradebench.report.attribution_section import attribution_section
 from tradebench.report.html import Section, esc, figure_html, fmt, mean_std, note, table
 from tradebench.report.load import RunData
-from tradebench.runs.summary import METRIC_COLUMNS, MODES, NOT_APPLICABLE
+from tradebench.runs.summary import METRIC_COLUMNS, NOT_APPLICABLE, ordered
 
 
 @dataclass(frozen=True)
@@ -54,10 +54,9 @@ def overview_section(run: RunData, options: ReportOptions) -> Section:
     return Section("Run overview", "".join(parts))
 
 
-def _figure_groups(curves: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+def _figure_groups(curves: pd.DataFrame, order: list[str]) -> list[tuple[str, pd.DataFrame]]:
     """(title suffix, curves) per figure: one per LLM mode with the baselines in each."""
-    modes = [m for m in MODES if m in set(curves["mode"])]
-    modes += sorted(set(curves["mode"]) - set(MODES) - {NOT_APPLICABLE})
+    modes = [m for m in ordered(curves["mode"], order) if m != NOT_APPLICABLE]
     if not modes:
         return [("", curves)]
     shared = curves[curves["mode"] == NOT_APPLICABLE]
@@ -89,7 +88,7 @@ def equity_section(run: RunData, options: ReportOptions) -> Section:
     for (start, end), window in curves.groupby(["window_start", "window_end"], dropna=False):
         label = tables.window_label(start, end)
         in_window = (bench["window_start"] == start) & (bench["window_end"] == end)
-        for suffix, group in _figure_groups(window):
+        for suffix, group in _figure_groups(window, tables.spec_modes(run)):
             fig = figures.equity_figure(group, bench[in_window], f"{label}{suffix}")
             parts.append(figure_html(fig))
         parts.append(table(_final_values(window), classes={"std": "num"}))
@@ -120,12 +119,17 @@ def matrix_section(run: RunData, options: ReportOptions) -> Section:
     if not agents:
         return Section("Mode × mask matrix", note("No finished LLM episodes in this run."))
     parts = []
+    modes = tables.spec_modes(run)
     for agent in agents:
         means = {
-            "mean total return": tables.mode_mask_matrix(run.summary, agent, "total_return"),
-            "mean Sharpe": tables.mode_mask_matrix(run.summary, agent, "sharpe"),
+            "mean total return": tables.mode_mask_matrix(
+                run.summary, agent, "total_return", modes=modes
+            ),
+            "mean Sharpe": tables.mode_mask_matrix(run.summary, agent, "sharpe", modes=modes),
         }
-        counts = tables.mode_mask_matrix(run.summary, agent, "total_return", how="count")
+        counts = tables.mode_mask_matrix(
+            run.summary, agent, "total_return", how="count", modes=modes
+        )
         parts.append(f"<h3>{esc(agent)}</h3>")
         for name, matrix in [*means.items(), ("episodes", counts)]:
             parts.append(f"<h4>{esc(name)}</h4>" + table(matrix, index=True))
@@ -181,6 +185,5 @@ DEFAULT_SECTIONS: tuple[SectionBuilder, ...] = (
     rejection_section,
     usage_section,
     rationale_section,
-    *SINGLE_STOCK_SECTIONS,  # each returns None unless the run has single-stock episodes
 )
 """The sections of `build_report`, in page order."""

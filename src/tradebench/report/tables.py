@@ -10,13 +10,14 @@ Conventions shared by every table (see `docs/report.md`):
 from __future__ import annotations
 
 import zlib
+from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
 import pandas as pd
 
 from tradebench.report.load import ORDER_COLUMNS, RunData
-from tradebench.runs.summary import MASKS, METRIC_COLUMNS, MODES, NOT_APPLICABLE, STATUSES
+from tradebench.runs.summary import MASKS, METRIC_COLUMNS, NOT_APPLICABLE, STATUSES, ordered
 
 GROUP_KEYS = ["agent", "kind", "mode", "mask"]
 """Columns that identify a group of seed replicates."""
@@ -38,6 +39,7 @@ __all__ = [
     "mode_mask_matrix",
     "rejection_counts",
     "sample_rationales",
+    "spec_modes",
     "spec_overview",
     "status_counts",
     "usage_totals",
@@ -56,16 +58,16 @@ def window_label(start: str | None, end: str | None) -> str:
     return f"{start or '?'} → {end or '?'}"
 
 
-def _ordered(values: pd.Series, order: tuple[str, ...]) -> list[str]:
-    """Distinct values, known ones in `order` first, the rest sorted."""
-    present = set(values.dropna().astype(str))
-    return [v for v in order if v in present] + sorted(present - set(order))
+def spec_modes(run: RunData) -> list[str]:
+    """The run's modes in the order its spec lists them (the display order)."""
+    modes = run.spec.get("modes") or []
+    return [str(m) for m in modes] if isinstance(modes, list) else []
 
 
 def status_counts(summary: pd.DataFrame) -> pd.DataFrame:
     """Episodes per kind (rows) and status (columns), with totals."""
     table = pd.crosstab(summary["kind"], summary["status"], margins=True, margins_name="total")
-    statuses = _ordered(summary["status"], STATUSES)
+    statuses = ordered(summary["status"], STATUSES)
     return table.reindex(columns=[*statuses, "total"], fill_value=0)
 
 
@@ -194,19 +196,21 @@ def mode_mask_matrix(
     agent: str,
     metric: str = "total_return",
     how: Literal["mean", "count"] = "mean",
+    modes: Sequence[str] = (),
 ) -> pd.DataFrame:
     """One LLM agent's `metric` per (mode, mask) cell over finished episodes.
 
-    `how` is "mean" or "count" (episodes with a defined value). Index `mode`, columns
-    `mask`, both in protocol order; absent cells are NaN (0 for counts).
+    `how` is "mean" or "count" (episodes with a defined value). Index `mode` (in `modes`
+    order, then the rest sorted), columns `mask` in protocol order; absent cells are NaN
+    (0 for counts).
     """
     done = summary[
         (summary["status"] == "done") & (summary["kind"] == "llm") & (summary["agent"] == agent)
     ]
     cells = done.groupby(["mode", "mask"])[metric].agg(how).unstack("mask")
     cells = cells.reindex(
-        index=pd.Index(_ordered(done["mode"], MODES), name="mode"),
-        columns=pd.Index(_ordered(done["mask"], MASKS), name="mask"),
+        index=pd.Index(ordered(done["mode"], list(modes)), name="mode"),
+        columns=pd.Index(ordered(done["mask"], MASKS), name="mask"),
     )
     return cells.fillna(0).astype(int) if how == "count" else cells
 
@@ -290,7 +294,7 @@ def sample_rationales(run: RunData, per_mask: int = 5, seed: int = 0) -> pd.Data
     orders["confidence"] = pd.to_numeric(orders["confidence"], errors="coerce")
     picks = [
         _pick(orders[orders["mask"] == mask], per_mask, seed, mask)
-        for mask in _ordered(orders["mask"], (*MASKS, NOT_APPLICABLE))
+        for mask in ordered(orders["mask"], (*MASKS, NOT_APPLICABLE))
     ]
     columns = ["mask", "episode_id", "agent", "mode", "date", "stock_id", "side"]
     columns += ["confidence", "reason", "status", "reject_code"]

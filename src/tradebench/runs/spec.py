@@ -1,8 +1,13 @@
-"""Run specs (YAML, pydantic-validated) and their expansion into episodes."""
+"""Run specs: YAML, pydantic-validated, the same shape for every benchmark.
+
+A spec names its `benchmark`, the data, the windows, the grid axes (modes, masks, seeds,
+agents), the model limits (budget, concurrency, cache) and an `options` block that the
+benchmark validates with its own options model (`runs.protocol.Benchmark.options_model`).
+Modes are the benchmark's information modes; a benchmark without modes ignores them.
+"""
 
 from __future__ import annotations
 
-import re
 from datetime import date
 from pathlib import Path
 from typing import Any, Literal
@@ -10,14 +15,13 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from tradebench.benchmarks.single_stock.config import SingleStockOptions
 from tradebench.errors import ConfigError
 from tradebench.llm.budget import BudgetConfig
 from tradebench.llm.types import ModelConfig
 from tradebench.masking import MASK_LEVELS, MaskLevel
 
-Mode = Literal["memory_only", "fixed_candidate", "open_research"]
-MODES: tuple[Mode, ...] = ("memory_only", "fixed_candidate", "open_research")
+SPEC_VERSION = 2
+"""Version of the spec layout written to `spec.yaml` (1 kept options per benchmark name)."""
 
 
 class Window(BaseModel):
@@ -33,6 +37,11 @@ class Window(BaseModel):
         if self.end < self.start:
             raise ValueError(f"window ends ({self.end}) before it starts ({self.start})")
         return self
+
+    @property
+    def span(self) -> str:
+        """`YYYYMMDD-YYYYMMDD`, the window part of episode ids."""
+        return f"{self.start:%Y%m%d}-{self.end:%Y%m%d}"
 
 
 class AgentEntry(BaseModel):
@@ -89,18 +98,9 @@ class CacheSpec(BaseModel):
     mode: Literal["readwrite", "replay", "off"] = "readwrite"
 
 
-class PortfolioOptions(BaseModel):
-    """Per-benchmark options of `portfolio`."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    max_tool_calls: int = Field(default=20, ge=0, description="research calls per step")
-    max_submit_retries: int = Field(default=3, ge=0)
-    candidates_k: int = Field(default=10, ge=1, description="top-k per factor in the table")
-    price_mode: Literal["raw", "rebased"] = "raw"
-    initial_cash: float = Field(default=1_000_000.0, gt=0)
-    prompt_version: str = "v1"
-    max_steps: int | None = Field(default=None, ge=1, description="cap on steps per episode")
+def validation_lines(exc: ValidationError, limit: int = 8) -> str:
+    """A pydantic error as `field.path: message` lines."""
+    return "\n  ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:limit])
 
 
 class RunSpec(BaseModel):
@@ -108,35 +108,44 @@ class RunSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: int = 1
-    benchmark: Literal["portfolio", "single_stock"] = "portfolio"
+    schema_version: int = SPEC_VERSION
+    benchmark: str = Field(default="portfolio", description="registered benchmark name")
     dataset: str = Field(description="dataset folder, or `synthetic:cn` / `synthetic:cn:SEED`")
     windows: list[Window] = Field(min_length=1)
-    modes: list[Mode] = Field(default_factory=lambda: list(MODES))
+    modes: list[str] = Field(
+        default_factory=list, description="the benchmark's information modes (empty: all)"
+    )
     masks: list[MaskLevel] = Field(default_factory=lambda: list(MASK_LEVELS))
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
     agents: list[AgentEntry] = Field(min_length=1)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     concurrency: int = Field(default=4, ge=1, le=256)
     cache: CacheSpec = Field(default_factory=CacheSpec)
-    options: PortfolioOptions = Field(default_factory=PortfolioOptions)
-    single_stock: SingleStockOptions | None = Field(
-        default=None, description="options of `benchmark: single_stock` (defaults if omitted)"
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="the benchmark's options (its options model)"
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_version_1(cls, raw: Any) -> Any:
+        """Version 1 kept single-stock options under `single_stock:` beside portfolio ones."""
+        if not isinstance(raw, dict) or "single_stock" not in raw:
+            return raw
+        out = dict(raw)
+        block = out.pop("single_stock")
+        if out.get("benchmark") != "single_stock":
+            raise ValueError(
+                "the `single_stock` block needs `benchmark: single_stock` "
+                "(and options now go under `options:`)"
+            )
+        out["options"] = block or {}
+        return out
 
     @model_validator(mode="after")
     def _unique_agents(self) -> RunSpec:
         names = [a.name for a in self.agents]
         if len(names) != len(set(names)):
             raise ValueError(f"agent names must be unique, got {names}")
-        return self
-
-    @model_validator(mode="after")
-    def _single_stock_block(self) -> RunSpec:
-        if self.benchmark == "single_stock" and self.single_stock is None:
-            self.single_stock = SingleStockOptions()
-        elif self.benchmark != "single_stock" and self.single_stock is not None:
-            raise ValueError("the `single_stock` block needs `benchmark: single_stock`")
         return self
 
     @classmethod
@@ -149,77 +158,30 @@ class RunSpec(BaseModel):
         try:
             return cls.model_validate(raw)
         except ValidationError as exc:
-            lines = [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:8]]
-            raise ConfigError(f"invalid run spec {path}:\n  " + "\n  ".join(lines)) from None
+            raise ConfigError(f"invalid run spec {path}:\n  {validation_lines(exc)}") from None
+
+    def options_as(self, model: type[BaseModel]) -> BaseModel:
+        """The `options` block validated by a benchmark's options model.
+
+        Raises:
+            ConfigError: An option is unknown or invalid (each field named).
+        """
+        try:
+            return model.model_validate(self.options)
+        except ValidationError as exc:
+            lines = validation_lines(exc).replace("\n  ", "\n  options.")
+            raise ConfigError(
+                f"invalid options for benchmark {self.benchmark!r}:\n  options.{lines}"
+            ) from None
+
+    def llm_agents(self) -> list[AgentEntry]:
+        """The model-backed agents, in spec order."""
+        return [a for a in self.agents if a.is_llm]
+
+    def agent(self, name: str) -> AgentEntry:
+        """The agent entry called `name`."""
+        return next(a for a in self.agents if a.name == name)
 
     def dump(self) -> str:
         """The resolved spec as YAML (written to RUN_DIR/spec.yaml)."""
-        unset = {"single_stock"} if self.single_stock is None else None  # portfolio: as before
-        return yaml.safe_dump(self.model_dump(mode="json", exclude=unset), sort_keys=False)
-
-
-class Episode(BaseModel):
-    """One cell of the grid."""
-
-    model_config = ConfigDict(frozen=True)
-
-    id: str
-    agent: str
-    kind: Literal["llm", "baseline", "benchmark"]
-    mode: str
-    mask: str
-    seed: int
-    window: Window
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text)
-
-
-def expand(spec: RunSpec) -> list[Episode]:
-    """Every episode of the grid, in a stable order: LLM agents x modes x masks x seeds x
-    windows; baselines x seeds x windows (modes and masks do not apply); one benchmark
-    reference per window."""
-    out: list[Episode] = []
-    for w in spec.windows:
-        span = f"{w.start:%Y%m%d}-{w.end:%Y%m%d}"
-        out.append(
-            Episode(
-                id=f"benchmark_{span}",
-                agent="benchmark",
-                kind="benchmark",
-                mode="n/a",
-                mask="n/a",
-                seed=0,
-                window=w,
-            )
-        )
-        for a in spec.agents:
-            for seed in spec.seeds:
-                if not a.is_llm:
-                    out.append(
-                        Episode(
-                            id=_slug(f"{a.name}_s{seed}_{span}"),
-                            agent=a.name,
-                            kind="baseline",
-                            mode="n/a",
-                            mask="n/a",
-                            seed=seed,
-                            window=w,
-                        )
-                    )
-                    continue
-                for mode in spec.modes:
-                    for mask in spec.masks:
-                        out.append(
-                            Episode(
-                                id=_slug(f"{a.name}_{mode}_{mask}_s{seed}_{span}"),
-                                agent=a.name,
-                                kind="llm",
-                                mode=mode,
-                                mask=mask,
-                                seed=seed,
-                                window=w,
-                            )
-                        )
-    return out
+        return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False)

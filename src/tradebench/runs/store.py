@@ -1,4 +1,4 @@
-"""Write and read a run's files: steps, positions, orders (Parquet) and metrics.json."""
+"""Write and read the files of a run folder: JSON records and a broker episode's tables."""
 
 from __future__ import annotations
 
@@ -9,9 +9,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tradebench.runs.backtest import BacktestResult
+from tradebench.errors import DataError
+from tradebench.runs.engine import BacktestResult
+from tradebench.runs.records import (
+    EPISODE_FILE,
+    METRICS_FILE,
+    ORDERS_FILE,
+    POSITIONS_FILE,
+    RUN_FILE,
+    STEPS_FILE,
+    EpisodeRecord,
+    RunRecord,
+)
 
-RUN_FILES = ("steps.parquet", "positions.parquet", "orders.parquet", "metrics.json")
+RUN_FILES = (STEPS_FILE, POSITIONS_FILE, ORDERS_FILE, METRICS_FILE)
 
 
 def _jsonable(value: Any) -> Any:
@@ -32,22 +43,72 @@ def write_json(path: Path, payload: dict[str, Any]) -> None:
     path.write_text(json.dumps(_jsonable(payload), indent=2, sort_keys=True) + "\n")
 
 
+def read_json(path: Path) -> dict[str, Any]:
+    """A JSON object from `path`, or `{}` when the file does not exist.
+
+    Raises:
+        DataError: The file is not a readable JSON object.
+    """
+    if not path.exists():
+        return {}
+    try:
+        payload = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise DataError(f"{path} is not readable JSON ({exc}); rewrite or remove it") from exc
+    if not isinstance(payload, dict):
+        raise DataError(f"{path} must hold a JSON object")
+    return payload
+
+
+def write_episode_record(folder: Path, record: EpisodeRecord) -> None:
+    """Write `episode.json`."""
+    write_json(Path(folder) / EPISODE_FILE, record.model_dump(mode="json"))
+
+
+def read_episode_record(folder: Path) -> EpisodeRecord | None:
+    """`episode.json` of an episode folder (either version), None when absent.
+
+    Raises:
+        DataError: The file is unreadable or not an episode record.
+    """
+    raw = read_json(Path(folder) / EPISODE_FILE)
+    if not raw:
+        return None
+    try:
+        return EpisodeRecord.model_validate({"episode_id": Path(folder).name, **raw})
+    except ValueError as exc:
+        raise DataError(f"{Path(folder) / EPISODE_FILE} is not an episode record: {exc}") from None
+
+
+def read_run_record(folder: Path) -> RunRecord | None:
+    """`run.json` of a broker episode or backtest folder, None when absent or not one."""
+    raw = read_json(Path(folder) / RUN_FILE)
+    if not raw:
+        return None
+    try:
+        return RunRecord.model_validate(raw)
+    except ValueError:
+        return None
+
+
 def write_run(
-    out: Path, result: BacktestResult, metrics: dict[str, Any], run_info: dict[str, Any]
+    out: Path, result: BacktestResult, metrics: dict[str, Any], record: RunRecord
 ) -> None:
-    """Write the four run files plus `run.json` (agent spec, dataset, rules, window)."""
+    """Write the three tables, `metrics.json` and `run.json` of a broker backtest."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    result.steps.to_parquet(out / "steps.parquet", index=False)
-    result.positions.to_parquet(out / "positions.parquet", index=False)
-    result.orders.to_parquet(out / "orders.parquet", index=False)
-    (out / "metrics.json").write_text(json.dumps(_jsonable(metrics), indent=2) + "\n")
-    write_json(out / "run.json", run_info)
+    result.steps.to_parquet(out / STEPS_FILE, index=False)
+    result.positions.to_parquet(out / POSITIONS_FILE, index=False)
+    result.orders.to_parquet(out / ORDERS_FILE, index=False)
+    (out / METRICS_FILE).write_text(json.dumps(_jsonable(metrics), indent=2) + "\n")
+    write_json(out / RUN_FILE, record.model_dump(mode="json"))
 
 
-def read_run(path: Path) -> dict[str, pd.DataFrame]:
-    """Read a run folder's three tables."""
-    path = Path(path)
-    return {
-        name: pd.read_parquet(path / f"{name}.parquet") for name in ("steps", "positions", "orders")
-    }
+def read_table(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
+    """The listed columns of a Parquet table (absent ones null, dates as timestamps); an
+    empty frame when the file does not exist."""
+    frame = pd.read_parquet(path) if path.exists() else pd.DataFrame()
+    out = frame.reindex(columns=list(columns))
+    if "date" in out:
+        out["date"] = pd.to_datetime(out["date"])
+    return out.reset_index(drop=True)

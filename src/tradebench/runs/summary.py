@@ -1,15 +1,16 @@
 """One summary row per episode, read from the episode folders of a run.
 
-`summarise_episodes(run_dir)` reads each `episodes/<id>/` folder (`episode.json`,
-`metrics.json`, `steps.parquet`, and `run.json` when the backtest engine wrote one) into
-one row of `summary.parquet`. Both the runner and the report call it, so the table has
-one definition. Missing pieces are tolerated: an episode without `metrics.json` is still
-listed (status `running` unless `episode.json` says otherwise) with null metrics.
+`summarise_episodes(run_dir)` reads each `episodes/<id>/` folder (`episode.json` as an
+`EpisodeRecord`, `metrics.json`, `steps.parquet`) into one row of `summary.parquet`. The
+executor and the report both call it, so the table has one definition; a benchmark can
+add columns through its `summary_row`. Missing pieces are tolerated: an episode without
+`metrics.json` is still listed (status `running` unless `episode.json` says otherwise)
+with null metrics.
 """
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,20 +19,22 @@ import pandas as pd
 
 from tradebench.errors import ConfigError, DataError
 from tradebench.masking import MASK_LEVELS
+from tradebench.runs.records import (
+    DEFAULT_INITIAL_CASH,
+    EPISODES_DIR,
+    KINDS,
+    METRICS_FILE,
+    NOT_APPLICABLE,
+    STATUSES,
+    STEPS_FILE,
+    SUMMARY_FILE,
+    EpisodeRecord,
+    infer_kind,
+)
+from tradebench.runs.store import read_episode_record, read_json, read_run_record
 
-EPISODES_DIR = "episodes"
-SUMMARY_FILE = "summary.parquet"
-DEFAULT_INITIAL_CASH = 1_000_000.0
-"""Start capital assumed when neither `run.json` nor `episode.json` records one."""
-
-KINDS = ("llm", "baseline", "benchmark")
-STATUSES = ("done", "running", "failed")
-MODES = ("memory_only", "fixed_candidate", "open_research")
-"""LLM information modes, in display order (as in the run spec)."""
 MASKS: tuple[str, ...] = MASK_LEVELS
 """Mask levels, in display order."""
-NOT_APPLICABLE = "n/a"
-"""Mode and mask of baselines and the benchmark."""
 
 METRIC_COLUMNS = (
     "total_return",
@@ -68,29 +71,24 @@ META_COLUMNS = (
 SUMMARY_COLUMNS = META_COLUMNS + METRIC_COLUMNS + BENCHMARK_COLUMNS
 """Columns of `summary.parquet`, in order."""
 
+RowBuilder = Callable[[EpisodeRecord, Path], dict[str, Any]]
+"""A benchmark's metric columns of one episode (see `Benchmark.summary_row`)."""
+
 __all__ = [
+    "KINDS",
+    "NOT_APPLICABLE",
+    "STATUSES",
     "SUMMARY_COLUMNS",
     "episode_dirs",
     "initial_cash",
+    "metric_values",
     "normalise_summary",
+    "ordered",
     "read_json",
     "summarise_episodes",
     "summary_row",
     "write_summary",
 ]
-
-
-def read_json(path: Path) -> dict[str, Any]:
-    """A JSON object from `path`, or `{}` when the file does not exist."""
-    if not path.exists():
-        return {}
-    try:
-        payload = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise DataError(f"{path} is not readable JSON ({exc}); rewrite or remove it") from exc
-    if not isinstance(payload, dict):
-        raise DataError(f"{path} must hold a JSON object")
-    return payload
 
 
 def episode_dirs(run_dir: Path) -> list[Path]:
@@ -106,21 +104,6 @@ def episode_dirs(run_dir: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir())
 
 
-def _agent_label(agent: Any) -> str | None:
-    """`"name"`, or from `{"name", "args": {"model"}}` the label `name/model`."""
-    if isinstance(agent, str):
-        return agent
-    if not isinstance(agent, dict):
-        return None
-    if agent.get("label"):
-        return str(agent["label"])
-    name = agent.get("name")
-    model = (agent.get("args") or {}).get("model")
-    if name and model:
-        return f"{name}/{model}"
-    return str(name) if name else None
-
-
 def _iso_day(value: Any) -> str | None:
     """A date as YYYY-MM-DD; None when missing; unparseable text is kept as is."""
     if value is None or (isinstance(value, float) and np.isnan(value)):
@@ -131,35 +114,20 @@ def _iso_day(value: Any) -> str | None:
         return str(value)
 
 
-def _window(meta: dict[str, Any], run: dict[str, Any]) -> tuple[str | None, str | None]:
-    """(start, end) from `window` ({start, end} or [start, end]) or flat keys."""
-    window = meta.get("window")
-    if isinstance(window, dict):
-        return _iso_day(window.get("start")), _iso_day(window.get("end"))
-    if isinstance(window, list | tuple) and len(window) == 2:
-        return _iso_day(window[0]), _iso_day(window[1])
-    start = meta.get("window_start", meta.get("start", run.get("start")))
-    end = meta.get("window_end", meta.get("end", run.get("end")))
-    return _iso_day(start), _iso_day(end)
-
-
-def _kind(meta: dict[str, Any], agent: str | None, mode: str) -> str:
-    """Explicit `kind`, else benchmark by name, llm when a mode is set, else baseline."""
-    if meta.get("kind") in KINDS:
-        return str(meta["kind"])
-    if agent == "benchmark":
-        return "benchmark"
-    return "llm" if mode in MODES else "baseline"
+def ordered(values: Any, preferred: tuple[str, ...] | list[str] = ()) -> list[str]:
+    """Distinct non-null values: the preferred ones first in their order, the rest sorted."""
+    present = {str(v) for v in values if v is not None and not pd.isna(v)}
+    head = [v for v in preferred if v in present]
+    return head + sorted(present - set(head))
 
 
 def initial_cash(episode_dir: Path) -> float:
-    """Start capital: `run.json` (rules or top level), then `episode.json`, else 1,000,000."""
-    run = read_json(episode_dir / "run.json")
-    meta = read_json(episode_dir / "episode.json")
+    """Start capital: `run.json`, then `episode.json`, else 1,000,000."""
+    run = read_run_record(episode_dir)
+    record = read_episode_record(episode_dir)
     for value in (
-        (run.get("rules") or {}).get("initial_cash"),
-        run.get("initial_cash"),
-        meta.get("initial_cash"),
+        run.initial_cash if run else None,
+        record.initial_cash if record else None,
     ):
         if isinstance(value, int | float) and value > 0:
             return float(value)
@@ -176,37 +144,55 @@ def _step_sums(steps_path: Path) -> dict[str, float]:
     return out
 
 
-def _metric_values(metrics: dict[str, Any]) -> dict[str, float]:
+def metric_values(metrics: dict[str, Any]) -> dict[str, float]:
+    """The panel's columns from a `metrics.json` payload (null as NaN)."""
     bench = metrics.get("benchmark") or {}
     out = {m: metrics.get(m) for m in METRIC_COLUMNS}
     out |= {f"benchmark_{k}": bench.get(k) for k in ("total_return", "sharpe", "max_drawdown")}
     return {k: np.nan if v is None else float(v) for k, v in out.items()}
 
 
-def summary_row(episode_dir: Path) -> dict[str, Any]:
+def default_metrics(record: EpisodeRecord, folder: Path) -> dict[str, Any]:
+    """The metric columns every benchmark has: the flat panel fields of `metrics.json`."""
+    return metric_values(read_json(folder / METRICS_FILE))
+
+
+def _unknown_record(folder: Path) -> EpisodeRecord:
+    """The record of a folder without `episode.json` (its name is its id and agent)."""
+    return EpisodeRecord(
+        schema_version=1, episode_id=folder.name, agent=folder.name, kind="baseline"
+    )
+
+
+def summary_row(episode_dir: Path, metrics: RowBuilder = default_metrics) -> dict[str, Any]:
     """One episode folder as a summary row (see `SUMMARY_COLUMNS`)."""
-    meta = read_json(episode_dir / "episode.json")
-    run = read_json(episode_dir / "run.json")
-    metrics = read_json(episode_dir / "metrics.json")
-    agent = _agent_label(meta.get("agent")) or _agent_label(run.get("agent"))
-    mode = str(meta.get("mode") or NOT_APPLICABLE)
-    start, end = _window(meta, run)
-    status = meta.get("status") or ("done" if metrics else "running")
-    sums = _step_sums(episode_dir / "steps.parquet")
-    if isinstance(meta.get("cost_usd"), int | float):
-        sums["cost_usd"] = float(meta["cost_usd"])
+    record = read_episode_record(episode_dir)
+    known = record is not None
+    record = record or _unknown_record(episode_dir)
+    run = read_run_record(episode_dir)
+    has_metrics = (episode_dir / METRICS_FILE).exists()
+    agent = record.agent if known else (run.agent.name if run else record.agent)
+    window = record.window
+    start = window.start if window else (run.start if run else None)
+    end = window.end if window else (run.end if run else None)
+    stated = known and "status" in record.model_fields_set
+    status = record.status if stated else ("done" if has_metrics else "running")
+    sums = _step_sums(episode_dir / STEPS_FILE)
+    if record.cost_usd is not None:
+        sums["cost_usd"] = float(record.cost_usd)
+    kind = record.kind if known else infer_kind(None, agent, record.mode)
     return {
         "episode_id": episode_dir.name,
-        "agent": agent or episode_dir.name,
-        "kind": _kind(meta, agent, mode),
-        "mode": mode,
-        "mask": str(meta.get("mask") or NOT_APPLICABLE),
-        "seed": meta.get("seed"),
-        "window_start": start,
-        "window_end": end,
+        "agent": agent,
+        "kind": kind,
+        "mode": record.mode,
+        "mask": record.mask,
+        "seed": record.seed,
+        "window_start": _iso_day(start),
+        "window_end": _iso_day(end),
         "status": str(status),
         **sums,
-        **_metric_values(metrics),
+        **metrics(record, episode_dir),
     }
 
 
@@ -225,7 +211,7 @@ def normalise_summary(frame: pd.DataFrame) -> pd.DataFrame:
     out["mask"] = out["mask"].fillna(NOT_APPLICABLE).astype(str)
     out["agent"] = out["agent"].fillna(out["episode_id"]).astype(str)
     out["episode_id"] = out["episode_id"].astype(str)
-    inferred = [_kind({}, a, m) for a, m in zip(out["agent"], out["mode"], strict=True)]
+    inferred = [infer_kind(None, a, m) for a, m in zip(out["agent"], out["mode"], strict=True)]
     out["kind"] = out["kind"].where(out["kind"].isin(KINDS), inferred).astype(str)
     out["status"] = out["status"].fillna("unknown").astype(str)
     for col in ("window_start", "window_end"):
@@ -238,17 +224,17 @@ def normalise_summary(frame: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values("episode_id", kind="stable").reset_index(drop=True)
 
 
-def summarise_episodes(run_dir: Path) -> pd.DataFrame:
+def summarise_episodes(run_dir: Path, metrics: RowBuilder = default_metrics) -> pd.DataFrame:
     """The summary table of every episode folder under `run_dir/episodes/`.
 
     Raises:
         ConfigError: `run_dir` does not exist.
     """
-    rows = [summary_row(d) for d in episode_dirs(run_dir)]
+    rows = [summary_row(d, metrics) for d in episode_dirs(run_dir)]
     return normalise_summary(pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS)))
 
 
-def write_summary(run_dir: Path) -> Path:
+def write_summary(run_dir: Path, metrics: RowBuilder = default_metrics) -> Path:
     """Write `run_dir/summary.parquet` from the episode folders; returns its path.
 
     Raises:
@@ -256,6 +242,6 @@ def write_summary(run_dir: Path) -> Path:
     """
     path = Path(run_dir) / SUMMARY_FILE
     partial = path.with_suffix(".parquet.partial")
-    summarise_episodes(run_dir).to_parquet(partial, index=False)
+    summarise_episodes(run_dir, metrics).to_parquet(partial, index=False)
     partial.replace(path)  # atomic: a reader never sees half a file
     return path

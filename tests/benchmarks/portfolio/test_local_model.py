@@ -13,10 +13,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tradebench.benchmarks import run_spec
 from tradebench.data import load_dataset
 from tradebench.llm.local import LocalServer, find_bundled_model, llama_cpp_available
 from tradebench.masking import leaked_strings
-from tradebench.runs.runner import run_spec
 from tradebench.runs.spec import RunSpec
 
 pytestmark = pytest.mark.skipif(

@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 
 from tests.benchmarks.portfolio.conftest import spec_dict, trader
+from tradebench.benchmarks import run_spec
 from tradebench.data import load_dataset
 from tradebench.llm.loopback import LoopbackServer, Reply
 from tradebench.masking import MASK_LEVELS, hides_dates, hides_stocks, leaked_strings
-from tradebench.runs.runner import run_spec
 from tradebench.runs.spec import RunSpec
 
 

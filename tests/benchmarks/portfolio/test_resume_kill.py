@@ -14,8 +14,8 @@ import pandas as pd
 import yaml
 
 from tests.benchmarks.portfolio.conftest import spec_dict, trader
+from tradebench.benchmarks import run_spec
 from tradebench.llm.loopback import LoopbackServer
-from tradebench.runs.runner import run_spec
 from tradebench.runs.spec import RunSpec
 
 

@@ -135,5 +135,5 @@ def spec_dict(dataset: Path, url: str, **single_stock: Any) -> dict[str, Any]:
             {"name": "mom", "baseline": "momentum"},
         ],
         "concurrency": 4,
-        "single_stock": single_stock,
+        "options": single_stock,
     }

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from tests.benchmarks.single_stock.conftest import spec_dict
+from tradebench.benchmarks import run_spec
 from tradebench.benchmarks.single_stock.scoring import SingleStockScores
 from tradebench.benchmarks.single_stock.store import read_series, rescore_folder
 from tradebench.errors import ConfigError
 from tradebench.llm.local import LocalServer, find_bundled_model, llama_cpp_available
-from tradebench.runs.runner import run_spec
 from tradebench.runs.spec import RunSpec
 
 pytestmark = [pytest.mark.local_llm, pytest.mark.slow]

@@ -13,14 +13,13 @@ import yaml
 from typer.testing import CliRunner
 
 from tests.benchmarks.single_stock.conftest import spec_dict, trader
+from tradebench.benchmarks import build_report, run_spec
 from tradebench.benchmarks.single_stock.scoring import SingleStockScores
 from tradebench.benchmarks.single_stock.store import rescore_folder
 from tradebench.cli import app
 from tradebench.data import load_dataset
 from tradebench.llm.loopback import LoopbackServer
 from tradebench.masking import MASK_LEVELS, hides_dates, hides_stocks, leaked_strings
-from tradebench.report import build_report
-from tradebench.runs.runner import run_spec
 from tradebench.runs.spec import RunSpec
 
 
@@ -51,8 +50,8 @@ def test_default_tasks_run_end_to_end(default_run) -> None:
     assert len(requests) == 9 * 50  # one forced call per decision, no nudges needed
     assert llm["tokens_in"].gt(0).all()
     spec = yaml.safe_load((run_dir / "spec.yaml").read_text())
-    assert spec["single_stock"]["symbols"] == ["TSLA", "SPY", "NVDA"]
-    assert spec["single_stock"]["episode_length"] == 50
+    assert spec["options"]["symbols"] == ["TSLA", "SPY", "NVDA"]
+    assert spec["options"]["episode_length"] == 50
 
 
 def test_episode_folders_hold_every_raw_quantity(default_run) -> None:

@@ -1,4 +1,5 @@
-"""Run-spec extension: `benchmark: single_stock` validates; portfolio specs are unchanged."""
+"""Run specs of `benchmark: single_stock`: options validate through the benchmark; specs
+written before options moved under `options:` still load."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from tests.benchmarks.single_stock.conftest import spec_dict
+from tradebench.benchmarks import get_benchmark, run_spec
 from tradebench.benchmarks.single_stock.config import SingleStockOptions
 from tradebench.benchmarks.single_stock.report import SINGLE_STOCK_SECTIONS
 from tradebench.errors import ConfigError
 from tradebench.report.load import load_run
-from tradebench.runs.runner import run_spec
 from tradebench.runs.spec import RunSpec
 
 PORTFOLIO = {
@@ -24,10 +25,18 @@ PORTFOLIO = {
 
 def test_single_stock_block_defaults_and_validation() -> None:
     spec = RunSpec.model_validate({**PORTFOLIO, "benchmark": "single_stock"})
-    assert spec.single_stock == SingleStockOptions()
-    assert spec.single_stock.symbols == ["TSLA", "SPY", "NVDA"]
-    assert spec.single_stock.episode_length == 50 and spec.single_stock.nudges == 1
-    assert "single_stock:" in spec.dump()
+    options = spec.options_as(get_benchmark("single_stock").options_model)
+    assert options == SingleStockOptions()
+    assert options.symbols == ["TSLA", "SPY", "NVDA"]
+    assert options.episode_length == 50 and options.nudges == 1
+    legacy = RunSpec.model_validate(
+        {**PORTFOLIO, "benchmark": "single_stock", "single_stock": {"episode_length": 7}}
+    )
+    assert legacy.options == {"episode_length": 7}
+    with pytest.raises(ConfigError, match=r"options\.episode_lenght"):
+        RunSpec.model_validate(
+            {**PORTFOLIO, "benchmark": "single_stock", "options": {"episode_lenght": 7}}
+        ).options_as(SingleStockOptions)
     with pytest.raises(ValueError, match="needs `benchmark: single_stock`"):
         RunSpec.model_validate({**PORTFOLIO, "single_stock": {}})
     with pytest.raises(ValueError, match="unique"):
@@ -36,7 +45,7 @@ def test_single_stock_block_defaults_and_validation() -> None:
         SingleStockOptions(personas=["reckless"])
 
 
-def test_portfolio_specs_dump_as_before() -> None:
+def test_portfolio_specs_dump_their_benchmark() -> None:
     text = RunSpec.model_validate(PORTFOLIO).dump()
     assert "single_stock" not in text and "benchmark: portfolio" in text
 
@@ -67,4 +76,5 @@ def test_examples_are_valid_specs() -> None:
     assert len(specs) == 2
     for path in specs:
         spec = RunSpec.load(path)
-        assert spec.benchmark == "single_stock" and spec.single_stock is not None
+        assert spec.benchmark == "single_stock"
+        assert spec.options_as(SingleStockOptions).symbols

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tradebench.benchmarks.portfolio.options import MODES
 from tradebench.errors import ConfigError
 from tradebench.prompt_files import read_prompt_dir, texts_sha256
 
 PROMPT_VERSION = "v1"
-MODES = ("memory_only", "fixed_candidate", "open_research")
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """One single-stock episode as a stepper: plan the days, observe, apply decisions, settle.
 
-Both executors drive it: the run executor (one tool loop per step) and the verifiers
-environment (one chat turn per step). The agent side only ever gets `context()`, built
+Both drivers build it with `build_episode` and step it: the benchmark's `run_episode`
+(one tool loop per step, `tradebench run`) and the verifiers environment (one chat turn per
+step). The agent side only ever gets `context()`, built
 through `MarketView`; settlement prices are the environment's own and never shown.
 """
 
@@ -13,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from tradebench.benchmarks.single_stock.agents import DecisionContext, StepDecision
-from tradebench.benchmarks.single_stock.config import PriceMode, Stance, Task
+from tradebench.benchmarks.single_stock.config import PriceMode, SingleStockOptions, Stance, Task
 from tradebench.benchmarks.single_stock.ledger import Ledger, settle
 from tradebench.benchmarks.single_stock.observation import (
     RECENT_SHOWN,
@@ -28,7 +29,7 @@ from tradebench.benchmarks.single_stock.prompt_files import PromptSet, ReplyForm
 from tradebench.benchmarks.single_stock.series import build_series
 from tradebench.data.dataset import Dataset
 from tradebench.errors import ConfigError
-from tradebench.masking import Masker
+from tradebench.masking import Masker, MaskLevel, build_masker
 from tradebench.view import MarketView
 
 
@@ -185,3 +186,24 @@ class SingleStockEpisode:
     def series(self) -> pd.DataFrame:
         """The per-step series of the decisions so far (see `series.SERIES_COLUMNS`)."""
         return build_series(self.plan, self.decisions, self.ledger())
+
+
+def build_episode(
+    ds: Dataset,
+    task: Task,
+    options: SingleStockOptions,
+    prompts: PromptSet,
+    mask: MaskLevel,
+    seed: int,
+    episode_id: str,
+    reply_format: ReplyFormat = "tool",
+) -> SingleStockEpisode:
+    """A fresh episode of `task`: its plan, and a masker seeded by `seed` and `episode_id`.
+
+    Raises:
+        ConfigError: Unknown symbol, no history before the window, or too few days.
+    """
+    plan = plan_episode(ds, task, options.episode_length)
+    panel = ds.panel
+    masker = build_masker(mask, panel.symbols, panel.dates, plan.days[0], seed, episode_id)
+    return SingleStockEpisode(ds, plan, masker, prompts, options.price_mode, reply_format)

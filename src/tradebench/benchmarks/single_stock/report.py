@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 
 from tradebench.report.html import Section, figure_html, mean_std, note, table
 from tradebench.report.load import RunData
-from tradebench.runs.summary import read_json
+from tradebench.runs.store import read_json
 
 if TYPE_CHECKING:
     from tradebench.report.sections import ReportOptions

@@ -1,0 +1,182 @@
+"""The portfolio benchmark as the harness runs it: its grid, its episodes, its records.
+
+Grid: one index reference per window; every baseline x seed x window (modes and masks do
+not apply to rule agents); every model x mode x mask x seed x window. Every episode goes
+through the broker engine (`runs.engine`): decisions before T's open from the
+point-in-time view, fills at the open, marks at the close, one journal line per day.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from tradebench.agents.loop_types import LoopConfig
+from tradebench.benchmarks.portfolio.agent import PortfolioLLMAgent
+from tradebench.benchmarks.portfolio.options import MODES, PortfolioOptions
+from tradebench.benchmarks.portfolio.prompt_files import load_prompts
+from tradebench.data.dataset import Dataset
+from tradebench.errors import ConfigError
+from tradebench.llm.types import Usage
+from tradebench.market.rules import MarketRules
+from tradebench.registry import Spec
+from tradebench.runs.backtest import build_rule_agent, run_record, score
+from tradebench.runs.engine import BacktestResult, benchmark_result, run_backtest, trading_days
+from tradebench.runs.protocol import EpisodeContext, EpisodeRef
+from tradebench.runs.records import EpisodeRecord
+from tradebench.runs.spec import RunSpec, Window
+from tradebench.runs.store import write_run
+from tradebench.runs.summary import default_metrics
+
+NAME = "portfolio"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text)
+
+
+def expand(spec: RunSpec, modes: list[str]) -> list[EpisodeRef]:
+    """Every episode of the grid, in a stable order: per window the index reference, then
+    per agent and seed the baseline, or the model under every mode and mask."""
+    out: list[EpisodeRef] = []
+    for w in spec.windows:
+        out.append(
+            EpisodeRef(id=f"benchmark_{w.span}", agent="benchmark", kind="benchmark", window=w)
+        )
+        for a in spec.agents:
+            for seed in spec.seeds:
+                if not a.is_llm:
+                    ident = _slug(f"{a.name}_s{seed}_{w.span}")
+                    out.append(
+                        EpisodeRef(id=ident, agent=a.name, kind="baseline", seed=seed, window=w)
+                    )
+                    continue
+                for mode in modes:
+                    for mask in spec.masks:
+                        out.append(
+                            EpisodeRef(
+                                id=_slug(f"{a.name}_{mode}_{mask}_s{seed}_{w.span}"),
+                                agent=a.name,
+                                kind="llm",
+                                mode=mode,
+                                mask=mask,
+                                seed=seed,
+                                window=w,
+                            )
+                        )
+    return out
+
+
+def step_cap(*caps: int | None) -> int | None:
+    """The tightest of the given step caps (None = no cap)."""
+    given = [c for c in caps if c is not None]
+    return min(given) if given else None
+
+
+def episode_window(ds: Dataset, window: Window, max_steps: int | None) -> tuple[str, str]:
+    """The episode's (start, end), cut to `max_steps` trading days when set."""
+    start, end = str(window.start), str(window.end)
+    if max_steps is not None:
+        days = trading_days(ds.panel, start, end)[:max_steps]
+        end = str(ds.panel.dates[days[-1]])
+    return start, end
+
+
+class PortfolioBenchmark:
+    """KTD-Fin's memory-controlled portfolio benchmark (modes x masks through the broker)."""
+
+    name = NAME
+    options_model = PortfolioOptions
+    modes = MODES
+    report_sections = ()
+    """The generic broker-run sections of `tradebench report` cover this benchmark."""
+
+    def expand(
+        self, spec: RunSpec, options: PortfolioOptions, dataset: Dataset
+    ) -> list[EpisodeRef]:
+        """The grid over the spec's modes (all three unless it names some)."""
+        modes = list(spec.modes) or list(MODES)
+        unknown = sorted(set(modes) - set(MODES))
+        if unknown:
+            raise ConfigError(f"unknown modes {unknown}; the portfolio modes are {list(MODES)}")
+        return expand(spec, modes)
+
+    def summary_row(self, record: EpisodeRecord, folder: Any) -> dict[str, Any]:
+        """The metric panel's columns."""
+        return default_metrics(record, folder)
+
+    async def run_episode(self, ref: EpisodeRef, ctx: EpisodeContext) -> EpisodeRecord:
+        """Simulate the episode through the broker (resuming its journal) and write it."""
+        opts: PortfolioOptions = ctx.options
+        ds = ctx.dataset
+        rules = MarketRules.for_market(ds.market, initial_cash=opts.initial_cash)
+        cap = step_cap(opts.max_steps, ctx.agent.max_steps if ctx.agent else None)
+        start, end = episode_window(ds, ref.window, cap)
+        extra: dict[str, Any] = {}
+        if ref.kind == "benchmark" or ctx.agent is None:
+            result = benchmark_result(ds, start, end, opts.initial_cash)
+            built = Spec(name="benchmark")
+        elif ref.kind == "baseline":
+            agent, built = build_rule_agent(ctx.agent.baseline or "", ctx.agent.args, rules)
+            result = await run_backtest(
+                ds, agent, start, end, rules, lambda i, n: ctx.on_step(), ctx.journal()
+            )
+            extra["baseline"] = {"name": built.name, "args": built.args}
+        else:
+            result, extra = await self._model_episode(ref, ctx, rules, start, end)
+            built = Spec(name=ref.agent)
+        window = (str(ref.window.start), str(ref.window.end))
+        write_run(ctx.folder, result, score(result), run_record(built, *window, result, rules))
+        return ref.record(
+            NAME, "done", initial_cash=opts.initial_cash, n_steps=len(result.steps), **extra
+        )
+
+    async def _model_episode(
+        self, ref: EpisodeRef, ctx: EpisodeContext, rules: MarketRules, start: str, end: str
+    ) -> tuple[BacktestResult, dict[str, Any]]:
+        opts: PortfolioOptions = ctx.options
+        assert ctx.agent is not None and ctx.model is not None
+        prompts = load_prompts(opts.prompt_version)
+        config = ctx.agent.model_config_()
+        agent = PortfolioLLMAgent(
+            model=ctx.model,
+            mode=ref.mode,
+            mask=ref.mask,  # type: ignore[arg-type]
+            seed=ref.seed,
+            episode_id=ref.id,
+            symbols=ctx.dataset.panel.symbols,
+            calendar=ctx.dataset.panel.dates,
+            rules=rules,
+            loop=LoopConfig(
+                max_tool_calls=opts.max_tool_calls,
+                max_submit_retries=opts.max_submit_retries,
+                offer_submit_in_research=ref.mode == "open_research",
+            ),
+            price_mode=opts.price_mode,
+            candidates_k=opts.candidates_k,
+            prompts=prompts,
+            name=ref.agent,
+        )
+        result = await run_backtest(
+            ctx.dataset, agent, start, end, rules, lambda i, n: ctx.on_step(), ctx.journal()
+        )
+        used = Usage(
+            input_tokens=int(result.steps["tokens_in"].fillna(0).sum()),
+            output_tokens=int(result.steps["tokens_out"].fillna(0).sum()),
+        )
+        price = ctx.spec.budget.price_for(config)
+        extra: dict[str, Any] = {
+            "prompt_version": prompts.version,
+            "prompt_sha256": prompts.sha256,
+            "model": config.model_dump(mode="json"),
+            "price_mode": opts.price_mode,
+            "max_tool_calls": opts.max_tool_calls,
+            "tokens": used.input_tokens + used.output_tokens,
+        }
+        if price is not None:
+            extra["cost_usd"] = price.cost(used)
+        return result, extra
+
+
+BENCHMARK = PortfolioBenchmark()
+"""The registered instance."""

@@ -1,0 +1,87 @@
+"""The one crash-safe journal of an episode: one JSON line per completed step.
+
+After every step the episode appends the step's masked trace to `trace.jsonl`, then its
+progress line to `progress.jsonl`, each flushed and fsynced. A rerun reads the complete
+lines back (a torn last line from a kill mid-write is dropped), trims the trace to the
+same steps, and continues after the last one, so a killed run ends with the same files as
+an uninterrupted one. What a line holds is the benchmark's business: the broker engine
+stores its rows and the account, the single-stock benchmark its decision.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from tradebench.runs.records import PROGRESS_FILE, TRACE_FILE
+
+
+def _dumps(payload: dict[str, Any]) -> str:
+    return json.dumps(payload, ensure_ascii=False, sort_keys=True) + "\n"
+
+
+def _complete_lines(path: Path) -> list[dict[str, Any]]:
+    """The JSON lines of a file up to the first one that does not parse."""
+    out: list[dict[str, Any]] = []
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        try:
+            out.append(json.loads(raw))
+        except json.JSONDecodeError:
+            break  # a torn last line from a kill mid-write
+    return out
+
+
+class Journal:
+    """Append-only progress and trace files of one episode folder."""
+
+    def __init__(self, folder: Path) -> None:
+        """Use (and create) `folder`."""
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def progress_path(self) -> Path:
+        """`progress.jsonl` of the folder."""
+        return self.folder / PROGRESS_FILE
+
+    @property
+    def trace_path(self) -> Path:
+        """`trace.jsonl` of the folder."""
+        return self.folder / TRACE_FILE
+
+    def restore(self) -> list[dict[str, Any]]:
+        """The completed steps' lines, in order; both files are trimmed to match them.
+
+        With no progress file the episode starts afresh and any trace is removed.
+        """
+        if not self.progress_path.exists():
+            self.trace_path.unlink(missing_ok=True)
+            return []
+        lines = _complete_lines(self.progress_path)
+        self._rewrite(self.progress_path, lines)
+        if self.trace_path.exists():
+            n = len(lines)
+            kept = [t for t in _complete_lines(self.trace_path) if t.get("step", n) < n]
+            self._rewrite(self.trace_path, kept)
+        return lines
+
+    def append(self, index: int, line: dict[str, Any], trace: dict[str, Any] | None) -> None:
+        """Persist step `index` (0-based): the trace first, then the progress line."""
+        if trace is not None:
+            self._append(self.trace_path, {"step": index, **trace})
+        self._append(self.progress_path, line)
+
+    @staticmethod
+    def _append(path: Path, payload: dict[str, Any]) -> None:
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(_dumps(payload))
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    @staticmethod
+    def _rewrite(path: Path, lines: list[dict[str, Any]]) -> None:
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text("".join(_dumps(x) for x in lines), encoding="utf-8")
+        tmp.replace(path)
