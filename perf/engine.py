@@ -30,8 +30,8 @@ from tradebench.agents.baselines import EqualWeightAgent, MomentumTopKAgent, tra
 from tradebench.data import load_dataset
 from tradebench.data.dataset import Dataset
 from tradebench.data.exporters.qlib import QlibExport, export_qlib
-from tradebench.runs.engine import run_backtest_sync, trading_days
 from tradebench.runs.backtest import score
+from tradebench.runs.engine import run_backtest_sync, trading_days
 from tradebench.view import MarketView
 
 QLIB_REFERENCE_S = 43.0  # measured by this script with pyqlib 0.9.7 (docs/backtest.md)

@@ -110,7 +110,7 @@ def test_build_run_report_end_to_end(small_synth_dir: Path, tmp_path: Path):
             str(out),
             "--concurrency",
             "3",
-            "--max-tokens",
+            "--reply-max-tokens",
             "64",
         ]
         result = runner.invoke(app, args)
@@ -151,7 +151,7 @@ def test_build_run_report_end_to_end(small_synth_dir: Path, tmp_path: Path):
         str(out),
         "--cache-mode",
         "replay",
-        "--max-tokens",
+        "--reply-max-tokens",
         "64",
     ]
     _ok(runner.invoke(app, replay))

@@ -17,7 +17,7 @@ import yaml
 
 from tradebench.runs.backtest import BacktestRequest, backtest_to_folder, score
 from tradebench.runs.engine import BacktestResult
-from tradebench.runs.records import ORDER_COLUMNS, STEP_COLUMNS, RunRecord
+from tradebench.runs.records import ORDER_COLUMNS, STEP_COLUMNS, AgentRef, RunRecord
 from tradebench.runs.store import write_run
 
 START, END = "2021-03-01", "2021-04-30"
@@ -131,8 +131,10 @@ def _llm_episodes(episodes: Path, symbols: list[str]) -> None:
             benchmark_start=float(base),
         )
         folder = episodes / episode_id(LLM_AGENT, seed, mode, mask)
-        info = {"agent": LLM_AGENT, "start": START, "end": END, "initial_cash": INITIAL_CASH}
-        write_run(folder, result, score(result), RunRecord.model_validate(info))
+        record = RunRecord(
+            agent=AgentRef(name=LLM_AGENT), start=START, end=END, initial_cash=INITIAL_CASH
+        )
+        write_run(folder, result, score(result), record)
         _write_meta(folder, _meta(LLM_AGENT, "llm", mode, mask, seed, "done"))
     running = episodes / episode_id(LLM_AGENT, 2, "memory_only", "bright")
     _write_meta(running, _meta(LLM_AGENT, "llm", "memory_only", "bright", 2, "running"))

@@ -61,9 +61,7 @@ def test_resume_after_crash_matches_clean_run(
     # a torn write at the moment of the kill is ignored
     with (folder / PROGRESS).open("a") as fh:
         fh.write('{"step": [')
-    resumed = run_backtest_sync(
-        ds, agent, "2022-03-01", "2022-03-31", journal=Journal(folder)
-    )
+    resumed = run_backtest_sync(ds, agent, "2022-03-01", "2022-03-31", journal=Journal(folder))
     for a, b in zip(_frames(clean), _frames(resumed), strict=True):
         pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True))
 

@@ -10,7 +10,14 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-from tradebench.cli.kit import console, exits_on_error
+from tradebench.cli.kit import (
+    MaxCostUsd,
+    MaxTokens,
+    Prices,
+    budget_config,
+    console,
+    exits_on_error,
+)
 from tradebench.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -200,7 +207,9 @@ def eval_cmd(
     mode: Annotated[str, typer.Option(help="no_tools or with_tools.")] = "no_tools",
     runs: Annotated[int, typer.Option(min=1, help="Samples per question (sample_index).")] = 1,
     concurrency: Annotated[int, typer.Option(min=1, help="Questions solved at once.")] = 4,
-    max_tokens: Annotated[int, typer.Option(min=1, help="Output cap per reply.")] = 1024,
+    reply_max_tokens: Annotated[
+        int, typer.Option("--reply-max-tokens", min=1, help="Output cap per reply.")
+    ] = 1024,
     temperature: Annotated[float, typer.Option(help="Sampling temperature.")] = 0.0,
     max_tool_calls: Annotated[
         int, typer.Option(min=0, help="with_tools: run_python calls per question.")
@@ -211,11 +220,16 @@ def eval_cmd(
     limit: Annotated[int | None, typer.Option(min=1, help="Only the first N questions.")] = None,
     cache_mode: Annotated[str, typer.Option(help="readwrite, replay or off.")] = "readwrite",
     report: Annotated[bool, typer.Option(help="Also write report.html.")] = True,
+    max_tokens: MaxTokens = None,
+    max_cost_usd: MaxCostUsd = None,
+    price: Prices = None,
 ) -> None:
     """Evaluate models on a question file: accuracy per tier over K runs, tokens, time.
 
     Writes OUT/results.parquet (one row per question x run), OUT/summary.json and
-    OUT/report.html; replies are cached in OUT/cache.sqlite, so reruns are free.
+    OUT/report.html; replies are cached in OUT/cache.sqlite, so reruns are free. With
+    --max-tokens or --max-cost-usd the evaluation stops cleanly at the cap (spend saved in
+    OUT/budget.json); rerun the same command with a higher cap to continue.
 
     Example: tradebench mcq eval mcq.jsonl --model openai:gpt-4.1-mini --mode with_tools
     --runs 3 -o runs/mcq-eval
@@ -227,13 +241,14 @@ def eval_cmd(
     if cache_mode not in ("readwrite", "replay", "off"):
         raise ConfigError("--cache-mode must be readwrite, replay or off")
     spec = EvalSpec(
-        models=_model_configs(model, base_url, max_tokens, temperature),
+        models=_model_configs(model, base_url, reply_max_tokens, temperature),
         mode=mode,  # type: ignore[arg-type]
         runs=runs,
         concurrency=concurrency,
         max_tool_calls=max_tool_calls,
         sandbox_timeout_s=sandbox_timeout,
         cache_mode=cache_mode,  # type: ignore[arg-type]
+        budget=budget_config(max_tokens, max_cost_usd, price),
     )
     outcome = run_eval(path, spec, out, limit=limit, report=report)
     _render_eval(outcome)
@@ -288,7 +303,9 @@ def mine_cmd(
     max_tool_calls: Annotated[int, typer.Option(min=0, help="Solver run_python calls.")] = 8,
     concurrency: Annotated[int, typer.Option(min=1, help="Attempts processed at once.")] = 4,
     history: Annotated[int, typer.Option(min=0, help="Earlier attempts shown.")] = 12,
-    max_tokens: Annotated[int, typer.Option(min=1, help="Output cap per reply.")] = 2048,
+    reply_max_tokens: Annotated[
+        int, typer.Option("--reply-max-tokens", min=1, help="Output cap per reply.")
+    ] = 2048,
     generator_temperature: Annotated[float, typer.Option(help="Generator temperature.")] = 0.7,
     solver_temperature: Annotated[float, typer.Option(help="Solver temperature.")] = 0.0,
     dataset: Annotated[Path | None, typer.Option(help="Data: tradebench dataset.")] = None,
@@ -297,6 +314,9 @@ def mine_cmd(
     start: Annotated[str, typer.Option(help="Data: first day.")] = "2020-01-01",
     end: Annotated[str, typer.Option(help="Data: last day.")] = "2024-01-01",
     cache_mode: Annotated[str, typer.Option(help="readwrite, replay or off.")] = "readwrite",
+    max_tokens: MaxTokens = None,
+    max_cost_usd: MaxCostUsd = None,
+    price: Prices = None,
 ) -> None:
     """Mine questions: an LLM writes each with the code that keys it; solvers filter them.
 
@@ -304,6 +324,8 @@ def mine_cmd(
     with run_python must solve it (otherwise it goes to the review queue).
 
     Without --dataset/--bars the questions must be self-contained (data made from MCQ_SEED).
+    With --max-tokens or --max-cost-usd mining stops cleanly at the cap; rerunning the same
+    command finishes the interrupted run (its finished rounds are kept, replies cached).
 
     Example: tradebench mcq mine --generator openai:gpt-4.1 --solver openai:gpt-4.1-mini
     --bars sp500.parquet --symbol AAPL --rounds 20 -o mcq-db
@@ -319,12 +341,12 @@ def mine_cmd(
         data = _data_ref(dataset, bars, symbol, start, end)
     spec = MineSpec(
         generator=ModelConfig.parse(
-            generator, base_url, max_tokens=max_tokens, temperature=generator_temperature
+            generator, base_url, max_tokens=reply_max_tokens, temperature=generator_temperature
         ),
         solver=ModelConfig.parse(
             solver,
             solver_base_url or base_url,
-            max_tokens=max_tokens,
+            max_tokens=reply_max_tokens,
             temperature=solver_temperature,
         ),
         rounds=rounds,
@@ -337,6 +359,7 @@ def mine_cmd(
         history=history,
         data=data,
         cache_mode=cache_mode,  # type: ignore[arg-type]
+        budget=budget_config(max_tokens, max_cost_usd, price),
     )
     outcome = run_mine(spec, out)
     _render_mine(outcome)

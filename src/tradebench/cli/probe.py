@@ -7,7 +7,14 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from tradebench.cli.kit import console, exits_on_error
+from tradebench.cli.kit import (
+    MaxCostUsd,
+    MaxTokens,
+    Prices,
+    budget_config,
+    console,
+    exits_on_error,
+)
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -92,7 +99,9 @@ def run(
     api_key_env: Annotated[
         str | None, typer.Option("--api-key-env", help="Variable holding the key.")
     ] = None,
-    max_tokens: Annotated[int, typer.Option(min=8, help="Output cap per reply.")] = 256,
+    reply_max_tokens: Annotated[
+        int, typer.Option("--reply-max-tokens", min=8, help="Output cap per reply.")
+    ] = 256,
     concurrency: Annotated[int, typer.Option(min=1, help="LLM loops in flight.")] = 4,
     retries: Annotated[int, typer.Option(min=0, help="Retries of an invalid reply.")] = 2,
     cache: Annotated[Path | None, typer.Option(help="Response cache file.")] = None,
@@ -106,8 +115,14 @@ def run(
     bars: Annotated[
         int | None, typer.Option(min=2, help="Data attacker: match only the last N bars.")
     ] = None,
+    max_tokens: MaxTokens = None,
+    max_cost_usd: MaxCostUsd = None,
+    price: Prices = None,
 ) -> None:
     """Attack the probe set with one attacker; write scored Parquet results to OUT.
+
+    An LLM attacker's replies are cached in OUT/cache.sqlite; with --max-tokens or
+    --max-cost-usd it stops cleanly at the cap and rerunning the same command continues.
 
     Example: tradebench probe run probes.jsonl --attacker openai:local
     --base-url http://127.0.0.1:8080/v1 -o probe-results
@@ -119,7 +134,7 @@ def run(
         attacker=attacker,
         base_url=base_url,
         api_key_env=api_key_env,
-        max_tokens=max_tokens,
+        max_tokens=reply_max_tokens,
         concurrency=concurrency,
         retries=retries,
         cache=cache,
@@ -129,6 +144,7 @@ def run(
         limit=limit,
         dataset=dataset,
         bars=bars,
+        budget=budget_config(max_tokens, max_cost_usd, price),
     )
     outcome = run_attack(probes, out, config)
     console.print(

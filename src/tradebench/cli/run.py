@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from tradebench.cli.kit import console, exits_on_error
+from tradebench.cli.kit import MaxCostUsd, MaxTokens, console, exits_on_error
 
 
 def parse_agent_args(pairs: list[str]) -> dict[str, object]:
@@ -89,13 +89,17 @@ def backtest(
 def run(
     spec: Annotated[Path, typer.Argument(help="Run spec (YAML); see examples/.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Run folder (rerun to resume).")],
+    max_tokens: MaxTokens = None,
+    max_cost_usd: MaxCostUsd = None,
 ) -> None:
     """Run a spec's whole grid (agents x modes x masks x seeds x windows) into a run folder.
 
     Rerunning the same command resumes: finished episodes are skipped and an unfinished
     one continues from its last completed step. Writes RUN_DIR/spec.yaml,
     RUN_DIR/episodes/<id>/ (steps, positions, orders, metrics.json, trace.jsonl) and
-    RUN_DIR/summary.parquet. Then `tradebench report RUN_DIR`.
+    RUN_DIR/summary.parquet. Then `tradebench report RUN_DIR`. --max-tokens and
+    --max-cost-usd override the spec's budget caps; at a cap the run stops cleanly and
+    rerunning (with a higher cap) continues.
     """
     import asyncio
 
@@ -106,6 +110,10 @@ def run(
     from tradebench.runs.spec import RunSpec
 
     loaded = RunSpec.load(spec)
+    caps = {"max_tokens": max_tokens, "max_cost_usd": max_cost_usd}
+    caps = {k: v for k, v in caps.items() if v is not None}
+    if caps:
+        loaded = loaded.model_copy(update={"budget": loaded.budget.model_copy(update=caps)})
     loaded.options_as(get_benchmark(loaded.benchmark).options_model)  # fail before starting
     counters = RunProgress()
     with Progress(

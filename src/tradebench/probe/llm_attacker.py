@@ -8,7 +8,6 @@ submissions get feedback and a retry; a payload without a valid submission is a 
 
 from __future__ import annotations
 
-import asyncio
 import json
 from functools import lru_cache
 from importlib import resources
@@ -16,8 +15,10 @@ from importlib import resources
 from tradebench.agents.tool_loop import LoopConfig, run_tool_loop
 from tradebench.agents.tools import SubmitTool
 from tradebench.llm.base import ChatModel
+from tradebench.llm.types import ModelConfig
 from tradebench.probe.attempt import Attempt
 from tradebench.probe.types import AttackGuess, Probe, ProbeSetHeader, Variant
+from tradebench.runs.models import ModelPool
 
 SUBMIT_NAME = "submit_guess"
 INDEX_NAMES = {"SH000300": "CSI 300 (SH000300)", "SH000905": "CSI 500 (SH000905)"}
@@ -114,18 +115,21 @@ async def attack_one(
 
 
 async def attack_all(
-    model: ChatModel,
+    pool: ModelPool,
+    config: ModelConfig,
     header: ProbeSetHeader,
     items: list[tuple[Probe, Variant]],
-    label: str,
-    concurrency: int = 4,
     retries: int = 2,
 ) -> list[Attempt]:
-    """Attack every (probe, variant) with at most `concurrency` loops in flight, in order."""
-    gate = asyncio.Semaphore(max(concurrency, 1))
+    """Attack every (probe, variant) through the pool's model, at most the pool's
+    concurrency in flight; attempts in item order.
 
-    async def one(probe: Probe, variant: Variant) -> Attempt:
-        async with gate:
-            return await attack_one(model, header, probe, variant, label, retries)
+    Raises:
+        BudgetStop: The budget ran out; answered payloads are cached, rerun to continue.
+    """
+    model = pool.model(config)
 
-    return list(await asyncio.gather(*(one(p, v) for p, v in items)))
+    async def one(item: tuple[Probe, Variant]) -> Attempt:
+        return await attack_one(model, header, *item, config.label, retries)
+
+    return await pool.map(items, one)

@@ -2,7 +2,9 @@
 
 `--attacker data` (or `data:returns`, ...) is the data attacker, which needs the dataset
 (by default the one the probe set was built from); anything else is `provider:model` for
-the LLM attacker, with the response cache in front of it.
+the LLM attacker, whose model comes from a `ModelPool`: the reply cache and the budget
+(`RESULTS_DIR/budget.json`) in front of it, so a budget stop is clean and rerunning the
+same command continues it.
 """
 
 from __future__ import annotations
@@ -14,14 +16,21 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from tradebench.data.dataset import load_dataset
 from tradebench.errors import ConfigError
+from tradebench.llm.budget import BudgetConfig
 from tradebench.llm.cache import CacheMode
+from tradebench.llm.retry import RetryPolicy
+from tradebench.llm.types import ModelConfig
 from tradebench.probe.attempt import Attempt
+from tradebench.probe.data_attacker import SIGNALS, PriceDatabase
+from tradebench.probe.data_attacker import attack_all as attack_all_data
+from tradebench.probe.llm_attacker import attack_all
 from tradebench.probe.results import score_attempts, write_results
 from tradebench.probe.store import ProbeSet, read_probe_set
 from tradebench.probe.types import Probe, Variant
-
-CACHE_FILE = "cache.sqlite"
+from tradebench.runs.models import ModelPool
+from tradebench.runs.records import BUDGET_FILE, CACHE_FILE
 
 
 class AttackConfig(BaseModel):
@@ -49,6 +58,8 @@ class AttackConfig(BaseModel):
     """Response cache file (default: RESULTS_DIR/cache.sqlite)."""
     cache_mode: CacheMode = "readwrite"
     """`readwrite`, `replay` or `off`."""
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    """Token and cost caps of the LLM attacker over the run."""
     levels: tuple[str, ...] = ()
     """Mask levels to attack (empty: all in the file)."""
     price_modes: tuple[str, ...] = ()
@@ -96,9 +107,6 @@ def select(probe_set: ProbeSet, config: AttackConfig) -> list[tuple[Probe, Varia
 
 
 def _data_attempts(probe_set: ProbeSet, items: list, config: AttackConfig) -> list[Attempt]:
-    from tradebench.data.dataset import load_dataset
-    from tradebench.probe.data_attacker import SIGNALS, PriceDatabase, attack_all
-
     _, _, spec = config.attacker.partition(":")
     signals = tuple(s.strip() for s in spec.split(",") if s.strip())
     if not signals:  # `context` ignores the snapshot, so a bar cap leaves it out
@@ -108,18 +116,12 @@ def _data_attempts(probe_set: ProbeSet, items: list, config: AttackConfig) -> li
         raise ConfigError(f"unknown data-attacker signals {unknown}; choose from {list(SIGNALS)}")
     dataset = config.dataset or Path(probe_set.header.dataset)
     db = PriceDatabase.from_dataset(load_dataset(dataset))
-    return attack_all(db, items, signals, config.bars)
+    return attack_all_data(db, items, signals, config.bars)
 
 
 def _llm_attempts(
     probe_set: ProbeSet, items: list, config: AttackConfig, out_dir: Path
 ) -> tuple[list[Attempt], str]:
-    from tradebench.llm.base import get_model
-    from tradebench.llm.cache import ResponseCache
-    from tradebench.llm.retry import RetryPolicy
-    from tradebench.llm.types import ModelConfig
-    from tradebench.probe.llm_attacker import attack_all
-
     model_config = ModelConfig.parse(
         config.attacker,
         base_url=config.base_url,
@@ -127,15 +129,21 @@ def _llm_attempts(
         max_tokens=config.max_tokens,
         temperature=config.temperature,
     )
-    cache = ResponseCache(config.cache or out_dir / CACHE_FILE, mode=config.cache_mode)
-    try:
-        model = get_model(model_config, cache=cache, retry=RetryPolicy(timeout_s=config.timeout_s))
-        coro = attack_all(
-            model, probe_set.header, items, model_config.label, config.concurrency, config.retries
-        )
+    pool = ModelPool(
+        budget=config.budget,
+        budget_file=out_dir / BUDGET_FILE,
+        cache_path=config.cache or out_dir / CACHE_FILE,
+        cache_mode=config.cache_mode,
+        concurrency=config.concurrency,
+        retry=RetryPolicy(timeout_s=config.timeout_s),
+        resume_hint=(
+            "raise --max-tokens/--max-cost-usd and rerun the same command to continue "
+            "(answered payloads come from the cache for free)"
+        ),
+    )
+    with pool:
+        coro = attack_all(pool, model_config, probe_set.header, items, config.retries)
         return asyncio.run(coro), model_config.label
-    finally:
-        cache.close()
 
 
 def run_attack(probes_path: Path, out_dir: Path, config: AttackConfig) -> RunOutcome:

@@ -96,12 +96,12 @@ class ModelPool:
             )
         return self._models[key]
 
-    async def bounded(self, work: Awaitable[R]) -> R:
-        """Await `work` while holding one of the pool's `concurrency` slots."""
+    async def bounded(self, fn: Callable[[T], Awaitable[R]], item: T) -> R:
+        """`fn(item)`, started once one of the pool's `concurrency` slots is free."""
         if self._gate is None:  # created on the running loop
             self._gate = asyncio.Semaphore(self.concurrency)
         async with self._gate:
-            return await work
+            return await fn(item)
 
     async def map(self, items: Iterable[T], fn: Callable[[T], Awaitable[R]]) -> list[R]:
         """`fn(item)` for every item, at most `concurrency` at a time, results in item order.
@@ -112,7 +112,7 @@ class ModelPool:
         """
         try:
             async with asyncio.TaskGroup() as group:
-                tasks = [group.create_task(self.bounded(fn(item))) for item in items]
+                tasks = [group.create_task(self.bounded(fn, item)) for item in items]
         except BaseExceptionGroup as failed:  # one clean error for the CLI, not a group
             budget = failed.subgroup(lambda e: isinstance(e, BudgetExceeded))
             if budget is not None:

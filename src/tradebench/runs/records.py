@@ -9,8 +9,10 @@ tables, built from `StepRow`s, `PositionBlock`s (one day's holdings) and `OrderR
 docs/runs.md has the whole table.
 
 Records carry `schema_version`. Version 2 is written today; the `before` validators read
-the version-1 files written before it (no `benchmark` field, `agent` as a dict, windows as
-lists or flat keys, no `kind`), so older run folders still load and report.
+the version-1 files written before it (no `schema_version`, no `benchmark`, `agent` as a
+dict or a bare name, windows as lists or flat keys, no `kind`), so older run folders still
+load and report. Files are read through `runs.store`, which treats a file without a
+version as version 1; records built in code are version 2.
 """
 
 from __future__ import annotations
@@ -137,7 +139,7 @@ class EpisodeRecord(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _read_version_1(cls, raw: Any) -> Any:
-        if not isinstance(raw, dict) or raw.get("schema_version", 1) >= 2:
+        if not isinstance(raw, dict) or raw.get("schema_version", RECORD_VERSION) >= 2:
             return raw
         out = dict(raw)
         out["schema_version"] = 1
@@ -188,7 +190,7 @@ class RunRecord(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _read_version_1(cls, raw: Any) -> Any:
-        if not isinstance(raw, dict) or raw.get("schema_version", 1) >= 2:
+        if not isinstance(raw, dict) or raw.get("schema_version", RECORD_VERSION) >= 2:
             return raw
         out = {**raw, "schema_version": 1}
         if isinstance(raw.get("agent"), str):

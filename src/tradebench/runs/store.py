@@ -75,7 +75,9 @@ def read_episode_record(folder: Path) -> EpisodeRecord | None:
     if not raw:
         return None
     try:
-        return EpisodeRecord.model_validate({"episode_id": Path(folder).name, **raw})
+        return EpisodeRecord.model_validate(
+            {"schema_version": 1, "episode_id": Path(folder).name, **raw}
+        )
     except ValueError as exc:
         raise DataError(f"{Path(folder) / EPISODE_FILE} is not an episode record: {exc}") from None
 
@@ -86,7 +88,7 @@ def read_run_record(folder: Path) -> RunRecord | None:
     if not raw:
         return None
     try:
-        return RunRecord.model_validate(raw)
+        return RunRecord.model_validate({"schema_version": 1, **raw})
     except ValueError:
         return None
 

@@ -2,10 +2,12 @@
 
 Runs are sequential (run r uses `sample_index = r`, so each run has its own cache keys);
 the questions of one run are solved concurrently, at most `concurrency` at a time. Rows
-are stored in (model, run, question order), whatever order replies arrive in. Replies are
-cached in `RESULTS_DIR/cache.sqlite`: rerunning the same command is free and gives the same
-files. Outputs: `results.parquet` (one row per question x run), `summary.json`
-(`EvalSummary`) and `report.html`.
+are stored in (model, run, question order), whatever order replies arrive in. The models
+come from one `ModelPool`: replies are cached in `RESULTS_DIR/cache.sqlite` and spend is
+charged to the budget saved in `RESULTS_DIR/budget.json`, so a budget stop is clean and
+rerunning the same command continues it (answered questions come back from the cache for
+free) and gives the same files. Outputs: `results.parquet` (one row per question x run),
+`summary.json` (`EvalSummary`) and `report.html`.
 """
 
 from __future__ import annotations
@@ -25,18 +27,20 @@ from tradebench.benchmarks.mcq.eval.solve import SOLVERS, Mode, Posed, Solver, S
 from tradebench.benchmarks.mcq.eval.summary import ModelSummary, summarise
 from tradebench.benchmarks.mcq.prompt_files import prompts_sha256
 from tradebench.benchmarks.mcq.records import MCQRecord, read_jsonl
-from tradebench.errors import ConfigError, TradebenchError
-from tradebench.llm.base import ChatModel, get_model
-from tradebench.llm.cache import CacheMode, ResponseCache
+from tradebench.errors import ConfigError
+from tradebench.llm.base import ChatModel
+from tradebench.llm.budget import BudgetConfig
+from tradebench.llm.cache import CacheMode
 from tradebench.llm.retry import RetryPolicy
 from tradebench.llm.types import ModelConfig
 from tradebench.registry import Spec
+from tradebench.runs.models import ModelPool
+from tradebench.runs.records import BUDGET_FILE, CACHE_FILE
 
 log = logging.getLogger("tradebench.mcq")
 RESULTS_FILE = "results.parquet"
 SUMMARY_FILE = "summary.json"
 REPORT_FILE = "report.html"
-CACHE_FILE = "cache.sqlite"
 
 
 class EvalSpec(BaseModel):
@@ -58,6 +62,8 @@ class EvalSpec(BaseModel):
     """`with_tools`: wall-clock limit of one run_python call."""
     cache_mode: CacheMode = "readwrite"
     """Response cache mode (`replay` reruns without any endpoint)."""
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    """Token and cost caps over the whole evaluation (every model and run)."""
 
     def solver(self) -> tuple[Solver, Spec]:
         """The registered solver of `mode`, and its spec for the summary."""
@@ -208,27 +214,25 @@ def _row(model: str, mode: str, run: int, record: MCQRecord, result: SolveResult
 async def evaluate(
     records: Sequence[MCQRecord],
     spec: EvalSpec,
-    models: Sequence[ChatModel],
+    pool: ModelPool,
     files: Sequence[dict[str, bytes]],
 ) -> list[EvalRow]:
-    """Solve every question once per run with every model; rows in (model, run, question)."""
+    """Solve every question once per run with every model; rows in (model, run, question).
+
+    Raises:
+        BudgetStop: The budget ran out; answered questions are cached, rerun to continue.
+    """
     solver, _ = spec.solver()
-    gate = asyncio.Semaphore(spec.concurrency)
     rows: list[EvalRow] = []
-
-    async def one(model: ChatModel, run: int, i: int) -> EvalRow:
-        async with gate:
-            result = await solver(model, posed(records[i], files[i]), run)
-        return _row(model.config.label, spec.mode, run, records[i], result)
-
-    for model in models:
+    for config in spec.models:
+        model = pool.model(config)
         for run in range(spec.runs):
-            try:
-                async with asyncio.TaskGroup() as group:
-                    tasks = [group.create_task(one(model, run, i)) for i in range(len(records))]
-            except* TradebenchError as failed:  # one clean error for the CLI, not a group
-                raise failed.exceptions[0] from None
-            rows += [t.result() for t in tasks]
+
+            async def one(i: int, model: ChatModel = model, run: int = run) -> EvalRow:
+                result = await solver(model, posed(records[i], files[i]), run)
+                return _row(model.config.label, spec.mode, run, records[i], result)
+
+            rows += await pool.map(range(len(records)), one)
     return rows
 
 
@@ -239,12 +243,27 @@ def write_results(rows: Sequence[EvalRow], path: Path) -> None:
     frame.to_parquet(path, index=False)
 
 
-def _models(spec: EvalSpec, out_dir: Path, retry: RetryPolicy | None) -> list[ChatModel]:
+def model_pool(spec: EvalSpec, out_dir: Path, retry: RetryPolicy | None) -> ModelPool:
+    """The evaluation's models: one cache and one budget in `out_dir`, `concurrency` bound.
+
+    Raises:
+        ConfigError: A model is given twice.
+    """
     labels = [m.label for m in spec.models]
     if len(set(labels)) != len(labels):
         raise ConfigError(f"each --model may appear once, got {labels}")
-    cache = ResponseCache(out_dir / CACHE_FILE, mode=spec.cache_mode)
-    return [get_model(m, cache=cache, retry=retry) for m in spec.models]
+    return ModelPool(
+        budget=spec.budget,
+        budget_file=out_dir / BUDGET_FILE,
+        cache_path=out_dir / CACHE_FILE,
+        cache_mode=spec.cache_mode,
+        concurrency=spec.concurrency,
+        retry=retry,
+        resume_hint=(
+            "raise --max-tokens/--max-cost-usd and rerun the same command to continue "
+            "(answered questions come from the cache for free)"
+        ),
+    )
 
 
 def run_eval(
@@ -262,6 +281,7 @@ def run_eval(
         DataError: The question file or the bars it references are missing or changed.
         ConfigError: A model is given twice, or a bad model configuration.
         ProviderError: An endpoint failed after every retry (finished replies stay cached).
+        BudgetStop: The budget ran out; rerun the same command to continue.
     """
     records = read_jsonl(questions)
     if limit is not None:
@@ -270,8 +290,8 @@ def run_eval(
         raise ConfigError(f"{questions} holds no questions to evaluate")
     out_dir.mkdir(parents=True, exist_ok=True)
     files = question_files(records, spec.mode)
-    models = _models(spec, out_dir, retry)
-    rows = asyncio.run(evaluate(records, spec, models, files))
+    with model_pool(spec, out_dir, retry) as pool:
+        rows = asyncio.run(evaluate(records, spec, pool, files))
     results = out_dir / RESULTS_FILE
     write_results(rows, results)
     _, solver_spec = spec.solver()

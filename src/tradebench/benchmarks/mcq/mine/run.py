@@ -10,7 +10,11 @@ of every earlier attempt in the database), then, in attempt order:
 5. stage 2, the solver with `run_python`: right -> `accepted`, else `review` (human queue).
 
 Steps 3-5 of different attempts run concurrently (at most `concurrency`). Each round is
-appended to the database as soon as it ends; the summary line is written last.
+appended to the database as soon as it ends; the summary line is written last. Both
+models come from one `ModelPool` (the reply cache and the budget in DB_DIR): a budget stop
+leaves the finished rounds in the database and no summary line, and rerunning the same
+command finishes that run from its next round (the interrupted round's replies come back
+from the cache).
 """
 
 from __future__ import annotations
@@ -43,10 +47,11 @@ from tradebench.benchmarks.mcq.mine.types import (
 )
 from tradebench.benchmarks.mcq.mine.verify import Rejected, verify
 from tradebench.benchmarks.mcq.prompt_files import prompts_sha256, render
-from tradebench.llm.base import ChatModel, get_model
-from tradebench.llm.cache import ResponseCache
+from tradebench.errors import BudgetExceeded
+from tradebench.llm.base import ChatModel
 from tradebench.llm.retry import RetryPolicy
 from tradebench.llm.types import ChatResponse, Message
+from tradebench.runs.models import ModelPool
 
 log = logging.getLogger("tradebench.mcq")
 EXCERPT = 160
@@ -349,9 +354,12 @@ def _utc_now() -> dt.datetime:
 
 
 def _context(
-    spec: MineSpec, db: MineDB, run: int, retry: RetryPolicy | None, now: Callable[[], dt.datetime]
+    spec: MineSpec,
+    db: MineDB,
+    run: int,
+    pool: ModelPool,
+    now: Callable[[], dt.datetime],
 ) -> MineContext:
-    cache = ResponseCache(db.cache, mode=spec.cache_mode)
     files: dict[str, bytes] = {}
     if spec.data is not None:  # record the bars' digest so stored questions pin their data
         ref, bars = resolve(spec.data)
@@ -363,19 +371,22 @@ def _context(
         spec=spec,
         db=db,
         run=run,
-        run_id=f"{now():%Y%m%dT%H%M%SZ}-run{run:03d}",
-        generator=get_model(spec.generator, cache=cache, retry=retry),
-        solver=get_model(spec.solver, cache=cache, retry=retry),
+        run_id=db.run_folder(run) or f"{now():%Y%m%dT%H%M%SZ}-run{run:03d}",
+        generator=pool.model(spec.generator),
+        solver=pool.model(spec.solver),
         files=files,
         prompts=prompts_sha256(),
     )
 
 
-async def _rounds(ctx: MineContext, history: list[AttemptRecord]) -> list[AttemptRecord]:
-    """Every round of the run in one event loop (the model clients are bound to it)."""
+async def _rounds(
+    ctx: MineContext, history: list[AttemptRecord], first: int = 1
+) -> list[AttemptRecord]:
+    """Rounds `first`..`rounds` of the run in one event loop (the model clients are bound
+    to it); `history` holds every attempt recorded before them."""
     seen = frozenset(ctx.db.seen(history))
     records: list[AttemptRecord] = []
-    for rnd in range(1, ctx.spec.rounds + 1):
+    for rnd in range(first, ctx.spec.rounds + 1):
         new = await _round(ctx, rnd, history + records, seen)
         seen |= {r.question_sha256 for r in new if r.question_sha256}
         records += new
@@ -391,14 +402,37 @@ def run_mine(
 ) -> MineOutcome:
     """Mine `spec.rounds` rounds into the database at `root` and append the run's summary.
 
+    A run stopped before its summary (a budget stop, a provider failure, a kill) is finished
+    first: its recorded rounds are kept and mining continues from the next one.
+
     Raises:
         DataError: A database file is corrupt, or the data bars changed since recorded.
         ProviderError: An endpoint failed after every retry (finished rounds are kept).
+        BudgetStop: The budget ran out (finished rounds are kept); rerun to continue.
     """
     db = MineDB(root)
     history = db.prior_attempts()
-    ctx = _context(spec, db, db.next_run(history), retry, now)
-    records = asyncio.run(_rounds(ctx, history))
-    summary = summarise_run(ctx, records)
+    run = db.unfinished_run(history)
+    done = [a for a in history if a.run == run] if run is not None else []
+    first = max((a.round for a in done), default=0) + 1
+    pool = ModelPool(
+        budget=spec.budget,
+        budget_file=db.budget,
+        cache_path=db.cache,
+        cache_mode=spec.cache_mode,
+        concurrency=spec.concurrency,
+        retry=retry,
+        resume_hint=(
+            "finished rounds are kept; raise --max-tokens/--max-cost-usd and rerun the same "
+            "command to finish the run"
+        ),
+    )
+    with pool:
+        ctx = _context(spec, db, run if run is not None else db.next_run(history), pool, now)
+        try:
+            records = asyncio.run(_rounds(ctx, history, first))
+        except BudgetExceeded as exc:
+            raise pool.stopped(exc) from None
+    summary = summarise_run(ctx, done + records)
     db.append(db.summary, [summary])
     return MineOutcome(run_id=ctx.run_id, summary=summary, db=db.root)

@@ -7,6 +7,7 @@ DB_DIR/db/attempts/attempts.jsonl  AttemptRecord, every attempt of every run
 DB_DIR/db/summary/summary.jsonl    MineSummary, one line per run
 DB_DIR/runs/<run id>/r001-00.json  full log of one attempt (prompt, reply, code runs, solvers)
 DB_DIR/cache.sqlite                response cache of both models
+DB_DIR/budget.json                 spend charged to the budget so far
 ```
 
 Run ids are `<UTC timestamp>-run<NNN>`: the clock names the log folder only; every line
@@ -24,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from tradebench.benchmarks.mcq.mine.types import AttemptRecord, MinedQuestion, MineSummary
 from tradebench.errors import DataError
+from tradebench.runs.records import BUDGET_FILE, CACHE_FILE
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -43,7 +45,8 @@ class MineDB:
         self.attempts = self.root / "db" / "attempts" / "attempts.jsonl"
         self.summary = self.root / "db" / "summary" / "summary.jsonl"
         self.runs = self.root / "runs"
-        self.cache = self.root / "cache.sqlite"
+        self.cache = self.root / CACHE_FILE
+        self.budget = self.root / BUDGET_FILE
 
     @staticmethod
     def read(path: Path, model: type[M]) -> list[M]:
@@ -82,6 +85,17 @@ class MineDB:
         """The next run ordinal: one past any run seen in attempts or summaries."""
         runs = [a.run for a in attempts] + [s.run for s in self.read(self.summary, MineSummary)]
         return max(runs, default=0) + 1
+
+    def unfinished_run(self, attempts: list[AttemptRecord]) -> int | None:
+        """The last run that recorded attempts but no summary line (a stop mid-run)."""
+        summarised = {s.run for s in self.read(self.summary, MineSummary)}
+        runs = [a.run for a in attempts if a.run not in summarised]
+        return max(runs) if runs else None
+
+    def run_folder(self, run: int) -> str | None:
+        """The log folder name of an earlier run, when it has one."""
+        names = sorted(p.name for p in self.runs.glob(f"*-run{run:03d}") if p.is_dir())
+        return names[-1] if names else None
 
     def seen(self, attempts: list[AttemptRecord]) -> set[str]:
         """Question hashes already generated (any outcome after parsing) or stored."""

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from tradebench.benchmarks.mcq.config import DataRef
+from tradebench.llm.budget import BudgetConfig
 from tradebench.llm.cache import CacheMode
 from tradebench.llm.types import ModelConfig, Usage
 
@@ -61,6 +62,8 @@ class MineSpec(BaseModel):
     """Bars written as bars.csv for the code and the tool solver; None = no files."""
     cache_mode: CacheMode = "readwrite"
     """Response cache mode (DB_DIR/cache.sqlite)."""
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    """Token and cost caps of a run (both models; spend saved in DB_DIR/budget.json)."""
 
 
 class TokenCount(BaseModel):
