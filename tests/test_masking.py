@@ -83,3 +83,22 @@ def test_eight_digit_non_dates_survive() -> None:
     m = masker("date_blind")
     assert m.mask_text("volume 12345678") == "volume 12345678"
     assert "day_" in m.mask_text("on 20240131")
+
+
+def test_identifier_fields_unmask_by_structure_at_any_depth() -> None:
+    m = masker("blinded")
+    alias = {s: m.alias_of[s] for s in SYMBOLS}
+    args = {
+        "stock_id": alias["SH600519"],
+        "stock_ids": [alias["SZ000001"], alias["SZ300750"]],
+        "orders": [{"stock_id": alias["SH688981"], "side": "BUY", "reason": alias["SH600000"]}],
+        "feature": "mom_20d",
+    }
+    real = m.unmask_ids(args)
+    assert real["stock_id"] == "SH600519" and real["stock_ids"] == ["SZ000001", "SZ300750"]
+    assert real["orders"][0]["stock_id"] == "SH688981" and real["feature"] == "mom_20d"
+    assert real["orders"][0]["reason"] == alias["SH600000"]  # free text is not an id field
+    with pytest.raises(ToolError) as err:
+        m.unmask_ids({"orders": [{"stock_id": "asset_9999"}]})
+    assert not leaked_strings(str(err.value), SYMBOLS, CAL, True, True)
+    assert masker("bright").unmask_ids(args) == args

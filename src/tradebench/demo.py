@@ -17,6 +17,9 @@ from typing import Any
 
 import pandas as pd
 
+from tradebench.benchmarks import build_report, run_spec
+from tradebench.llm.local import LocalServer, find_bundled_model, llama_cpp_available
+from tradebench.llm.types import ModelConfig
 from tradebench.runs.spec import RunSpec
 
 WINDOW = {"start": "2022-03-01", "end": "2022-03-29"}
@@ -70,8 +73,6 @@ def demo_spec(opts: DemoOptions, model_entry: dict[str, Any] | None) -> RunSpec:
 def model_entry(opts: DemoOptions) -> Iterator[dict[str, Any] | None]:
     """The model agent entry (starting the bundled local model server if that is used)."""
     if opts.model:
-        from tradebench.llm.types import ModelConfig
-
         cfg = ModelConfig.parse(opts.model, base_url=opts.base_url)
         yield {
             "name": cfg.model.replace("/", "_")[:40],
@@ -82,8 +83,6 @@ def model_entry(opts: DemoOptions) -> Iterator[dict[str, Any] | None]:
             "max_steps": opts.model_steps,
         }
         return
-    from tradebench.llm.local import LocalServer, find_bundled_model, llama_cpp_available
-
     if not (opts.local_model and llama_cpp_available()):
         yield None
         return
@@ -100,9 +99,6 @@ def model_entry(opts: DemoOptions) -> Iterator[dict[str, Any] | None]:
 
 def run_demo(opts: DemoOptions) -> DemoResult:
     """Run the demo grid into `opts.out` (resumable), then write the HTML report."""
-    from tradebench.benchmarks import run_spec
-    from tradebench.report import build_report
-
     run_dir = Path(opts.out)
     with model_entry(opts) as entry:
         summary_path = asyncio.run(run_spec(demo_spec(opts, entry), run_dir))

@@ -24,10 +24,6 @@ class DatasetCorruptError(DataError):
     """A dataset file on disk is unreadable, truncated or fails its checksum."""
 
 
-class LeakageError(TradebenchError):
-    """Something asked the point-in-time view for data it must not see."""
-
-
 class ProviderError(TradebenchError):
     """A model provider failed after every retry (HTTP faults, timeouts, bad bodies)."""
 

@@ -51,6 +51,10 @@ def episode_seed(seed: int, episode_id: str) -> int:
     return int.from_bytes(digest[:8], "little")
 
 
+ID_FIELDS = frozenset({"stock_id", "stock_ids"})
+"""Argument fields that carry asset identifiers (one id or a list of ids)."""
+
+
 @dataclass(frozen=True)
 class Masker:
     """One episode's alias and date maps plus the level that says which to apply."""
@@ -143,6 +147,24 @@ class Masker:
                 raise ToolError(f"day {label!r} is outside the data")
             return self.calendar[pos]
         return np.datetime64(pd.Timestamp(label).date(), "D")
+
+    def unmask_ids(self, payload: Any, fields: frozenset[str] = ID_FIELDS) -> Any:
+        """A payload with the value of every identifier field (`fields`, at any depth) turned
+        into real symbols, strictly: an unknown id is a masked `ToolError`. Other values are
+        left as the model wrote them."""
+        if isinstance(payload, dict):
+            return {
+                k: self._unmask_id_value(v) if k in fields else self.unmask_ids(v, fields)
+                for k, v in payload.items()
+            }
+        if isinstance(payload, list | tuple):
+            return [self.unmask_ids(v, fields) for v in payload]
+        return payload
+
+    def _unmask_id_value(self, value: Any) -> Any:
+        if isinstance(value, list | tuple):
+            return [self.unmask_symbol(str(v)) for v in value]
+        return self.unmask_symbol(str(value)) if isinstance(value, str) else value
 
     def unmask(self, payload: Any) -> Any:
         """Replace aliases and day labels in a JSON-like payload with real values."""

@@ -103,10 +103,6 @@ class _PathBeneath(ctypes.Structure):
     _fields_ = (("allowed", ctypes.c_uint64), ("parent_fd", ctypes.c_int32))
 
 
-class _NetPort(ctypes.Structure):
-    _fields_ = (("allowed", ctypes.c_uint64), ("port", ctypes.c_uint64))
-
-
 def _libc() -> ctypes.CDLL:
     return ctypes.CDLL(None, use_errno=True)
 

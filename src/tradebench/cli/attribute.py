@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-import tradebench.agents.factor.agent  # noqa: F401  (registers the factor-model baselines by name)
 from tradebench.cli.kit import console, exits_on_error
 
 
@@ -37,6 +36,7 @@ def attribute(
 
     Example: tradebench attribute runs/csi300-2024
     """
+    from tradebench.agents.factor import agent  # noqa: F401  (registers the factor models)
     from tradebench.attribution.run import attribute_run
     from tradebench.metrics.factor_model import FactorModelConfig
 

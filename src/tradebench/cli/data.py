@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from tradebench.cli.kit import console, exits_on_error
+from tradebench.errors import ConfigError
 
 app = typer.Typer(
     help="Create and inspect datasets (a folder of Parquet tables plus manifest.json).",
@@ -59,7 +60,6 @@ def import_cmd(
     """
     from tradebench.data.importers.long import LongImport, import_long
     from tradebench.data.importers.qlib import QlibImport, import_qlib
-    from tradebench.errors import ConfigError
 
     if fmt == "long":
         job, run = (
@@ -124,7 +124,6 @@ def export_cmd(
     """
     from tradebench.data.dataset import load_dataset
     from tradebench.data.exporters.qlib import QlibExport, export_qlib
-    from tradebench.errors import ConfigError
 
     if fmt != "qlib":
         raise ConfigError(f"unknown --format {fmt!r}; only `qlib` is supported")
@@ -160,7 +159,6 @@ def synth(
 ) -> None:
     """Generate a deterministic synthetic A-share market (no data or network needed)."""
     from tradebench.data.synth import SynthConfig, synthesize
-    from tradebench.errors import ConfigError
 
     if market != "cn":
         raise ConfigError("the synthetic generator models A-share rules only: use --market cn")
@@ -181,7 +179,6 @@ def info(
 
 
 def _market(value: str) -> Market:
-    from tradebench.errors import ConfigError
 
     if value not in ("cn", "us"):
         raise ConfigError(f"unknown --market {value!r}; use cn or us")
@@ -189,7 +186,6 @@ def _market(value: str) -> Market:
 
 
 def _prices(value: str) -> Literal["adjusted", "raw"]:
-    from tradebench.errors import ConfigError
 
     if value not in ("adjusted", "raw"):
         raise ConfigError(f"unknown --prices {value!r}; use adjusted or raw")

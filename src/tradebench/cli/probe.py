@@ -15,6 +15,7 @@ from tradebench.cli.kit import (
     console,
     exits_on_error,
 )
+from tradebench.errors import ConfigError
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -34,8 +35,6 @@ def _split(text: str) -> tuple[str, ...]:
 def _config(cls: type[M], **fields: Any) -> M:
     """Build a pydantic config; invalid options become a `ConfigError` (no traceback)."""
     from pydantic import ValidationError
-
-    from tradebench.errors import ConfigError
 
     try:
         return cls(**fields)

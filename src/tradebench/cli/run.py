@@ -8,11 +8,11 @@ from typing import Annotated
 import typer
 
 from tradebench.cli.kit import MaxCostUsd, MaxTokens, console, exits_on_error
+from tradebench.errors import ConfigError
 
 
 def parse_agent_args(pairs: list[str]) -> dict[str, object]:
     """`key=value` pairs to a dict; values parse as int, float, bool or stay strings."""
-    from tradebench.errors import ConfigError
 
     out: dict[str, object] = {}
     for pair in pairs:

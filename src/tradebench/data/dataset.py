@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -15,11 +15,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import ValidationError
 
+from tradebench.data.panel import Panel, build_panel
 from tradebench.data.schema import REQUIRED_TABLES, TABLES, FileEntry, Manifest
 from tradebench.errors import DataError, DatasetCorruptError
-
-if TYPE_CHECKING:
-    from tradebench.data.panel import Panel
 
 MANIFEST = "manifest.json"
 PRICE_COLUMNS = ("open", "high", "low", "close")
@@ -54,8 +52,6 @@ class Dataset:
     @cached_property
     def panel(self) -> Panel:
         """Dates x symbols arrays built once per dataset, shared by every view."""
-        from tradebench.data.panel import build_panel
-
         return build_panel(self)
 
     def symbol_bars(

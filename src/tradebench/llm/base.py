@@ -10,16 +10,14 @@ so a cache hit is free and never touches the budget or the endpoint.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from tradebench.errors import ConfigError
+from tradebench.llm.budget import Budget, BudgetedModel
+from tradebench.llm.cache import CachedModel, ResponseCache
+from tradebench.llm.limits import Limits, RateLimiter
+from tradebench.llm.retry import RetryPolicy
 from tradebench.llm.types import ChatResponse, Message, ModelConfig, ToolChoice, ToolSpec
-
-if TYPE_CHECKING:
-    from tradebench.llm.budget import Budget
-    from tradebench.llm.cache import ResponseCache
-    from tradebench.llm.limits import Limits, RateLimiter
-    from tradebench.llm.retry import RetryPolicy
 
 
 @runtime_checkable
@@ -110,9 +108,6 @@ def get_model(
     Raises:
         ConfigError: Unknown provider, bad shorthand, or a missing API key variable.
     """
-    from tradebench.llm.limits import Limits, RateLimiter
-    from tradebench.llm.retry import RetryPolicy
-
     cfg = ModelConfig.parse(config) if isinstance(config, str) else config
     loader = _PROVIDERS.get(cfg.provider)
     if loader is None:
@@ -122,11 +117,7 @@ def get_model(
     limiter = RateLimiter(limits) if isinstance(limits, Limits) else limits
     model: ChatModel = loader()(cfg, limiter=limiter, retry=retry or RetryPolicy())
     if budget is not None:
-        from tradebench.llm.budget import BudgetedModel
-
         model = BudgetedModel(model, budget)
     if cache is not None:
-        from tradebench.llm.cache import CachedModel
-
         model = CachedModel(model, cache)
     return model

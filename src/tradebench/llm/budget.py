@@ -11,13 +11,16 @@ and `Budget(config, state)` resumes it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from tradebench.errors import BudgetExceeded, ConfigError
 from tradebench.llm.adapter import estimate_tokens
-from tradebench.llm.base import ChatModel
 from tradebench.llm.types import ChatResponse, Message, ModelConfig, ToolChoice, ToolSpec, Usage
+
+if TYPE_CHECKING:
+    from tradebench.llm.base import ChatModel
 
 
 class Price(BaseModel):

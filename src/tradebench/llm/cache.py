@@ -20,14 +20,16 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
 from tradebench.errors import CacheMiss, ConfigError
-from tradebench.llm.base import ChatModel
 from tradebench.llm.redact import Redactor
 from tradebench.llm.types import ChatResponse, Message, ModelConfig, ToolChoice, ToolSpec
+
+if TYPE_CHECKING:
+    from tradebench.llm.base import ChatModel
 
 CacheMode = Literal["readwrite", "replay", "off"]
 KEY_VERSION = 1

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from tradebench.benchmarks.mcq.config import DataRef
+from tradebench.data import load_dataset
 from tradebench.errors import DataError
 
 OHLCV = ("open", "high", "low", "close", "volume")
@@ -70,10 +71,6 @@ def read_dataset(
     path: Path, symbol: str, start: dt.date, end: dt.date, adjusted: bool
 ) -> pd.DataFrame:
     """Read one symbol's window from a tradebench dataset folder via `tradebench.data`."""
-    try:
-        from tradebench.data import load_dataset
-    except ImportError as exc:  # pragma: no cover - depends on the installed tree
-        raise DataError("tradebench.data is unavailable; use a long Parquet file") from exc
     return load_dataset(path).symbol_bars(symbol, start, end, adjusted=adjusted)
 
 

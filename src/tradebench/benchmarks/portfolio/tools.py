@@ -50,9 +50,12 @@ class Submission:
 
 
 def _masked(masker: Masker, fn: Callable[[dict[str, Any]], Any]) -> Callable[[dict[str, Any]], Any]:
+    """`fn` behind the mask: identifier arguments unmasked by structure, the result and any
+    error message masked."""
+
     def run(arguments: dict[str, Any]) -> Any:
         try:
-            return masker.mask(fn(arguments))
+            return masker.mask(fn(masker.unmask_ids(arguments)))
         except ToolError as exc:
             raise ToolError(masker.mask_text(str(exc))) from None
 
@@ -74,7 +77,8 @@ def _spec(
     )
 
 
-def _orders(ctx: StepContext, masker: Masker, raw: list[dict[str, Any]]) -> list[Order]:
+def _orders(raw: list[dict[str, Any]]) -> list[Order]:
+    """Dry-run orders from already-unmasked `risk_check` arguments."""
     orders = []
     for o in raw:
         size = (
@@ -82,9 +86,7 @@ def _orders(ctx: StepContext, masker: Masker, raw: list[dict[str, Any]]) -> list
             if o.get("shares")
             else {"target_weight": float(o.get("target_weight") or 0.0)}
         )
-        orders.append(
-            Order(stock_id=masker.unmask_symbol(str(o["stock_id"])), side=o["side"], **size)
-        )
+        orders.append(Order(stock_id=str(o["stock_id"]), side=o["side"], **size))
     return orders
 
 
@@ -145,21 +147,19 @@ RESEARCH_SPECS = {
 
 
 def research_tools(ctx: StepContext, masker: Masker) -> list[Tool]:
-    """The six read-only tools of open-research mode, masked for this episode."""
-    sym = masker.unmask_symbol
+    """The six read-only tools of open-research mode, masked for this episode (each gets
+    real identifiers; see `_masked`)."""
     runners: dict[str, Callable[[dict[str, Any]], Any]] = {
         "get_market_context": lambda a: research.get_market_context(ctx),
         "screen_candidates": lambda a: research.screen_candidates(
             ctx, a["feature"], a.get("top_k", 10), a.get("ascending", False), a.get("board")
         ),
         "get_stock_snapshot": lambda a: research.get_stock_snapshot(
-            ctx, sym(a["stock_id"]), a.get("lookback", 10)
+            ctx, a["stock_id"], a.get("lookback", 10)
         ),
-        "compare_candidates": lambda a: research.compare_candidates(
-            ctx, [sym(s) for s in a["stock_ids"]]
-        ),
+        "compare_candidates": lambda a: research.compare_candidates(ctx, a["stock_ids"]),
         "get_portfolio_state": lambda a: research.get_portfolio_state(ctx),
-        "risk_check": lambda a: research.risk_check(ctx, _orders(ctx, masker, a["orders"])),
+        "risk_check": lambda a: research.risk_check(ctx, _orders(a["orders"])),
     }
     return [Tool(spec=RESEARCH_SPECS[n], fn=_masked(masker, fn)) for n, fn in runners.items()]
 

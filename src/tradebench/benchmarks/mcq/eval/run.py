@@ -23,6 +23,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from tradebench.benchmarks.mcq.bars import bars_csv, load_bars
+from tradebench.benchmarks.mcq.eval.report import mcq_report
 from tradebench.benchmarks.mcq.eval.solve import SOLVERS, Mode, Posed, Solver, SolveResult
 from tradebench.benchmarks.mcq.eval.summary import ModelSummary, summarise
 from tradebench.benchmarks.mcq.prompt_files import prompts_sha256
@@ -308,7 +309,5 @@ def run_eval(
     summary_path.write_text(text + "\n", encoding="utf-8")
     html = None
     if report:
-        from tradebench.benchmarks.mcq.eval.report import mcq_report
-
         html = mcq_report(results, out_dir / REPORT_FILE)
     return EvalOutcome(results=results, summary_path=summary_path, report=html, summary=summary)
