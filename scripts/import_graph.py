@@ -82,6 +82,8 @@ class FileImports:
     top: set[str] = field(default_factory=set)
     inner: set[str] = field(default_factory=set)
     function_level: int = 0
+    function_level_own: int = 0
+    """Function-level imports of package modules (not the standard library or others)."""
     uses_typer: bool = False
 
 
@@ -98,8 +100,10 @@ def scan_file(mod: str, path: Path, known: dict[str, Path]) -> FileImports:
                 if "typer" in names or (root or "").split(".")[0] == "typer":
                     out.uses_typer = True
                 out.function_level += in_func
+                targets = _targets(child, mod, is_pkg, known)
+                out.function_level_own += in_func and bool(targets)
                 if not in_tc:
-                    for target in _targets(child, mod, is_pkg, known):
+                    for target in targets:
                         if target != mod:
                             (out.inner if in_func else out.top).add(target)
                 continue
@@ -111,20 +115,33 @@ def scan_file(mod: str, path: Path, known: dict[str, Path]) -> FileImports:
     return out
 
 
-def scan(known: dict[str, Path]):
-    """(file edges, function-level edges, function-level import count, typer importers)."""
-    top: dict[str, set[str]] = defaultdict(set)
-    inner: dict[str, set[str]] = defaultdict(set)
-    n_inner = 0
-    typer_users: set[str] = set()
+@dataclass
+class Scan:
+    """The import graph of the package."""
+
+    top: dict[str, set[str]]
+    """File-level edges (type-only imports left out)."""
+    inner: dict[str, set[str]]
+    """Edges of imports inside functions."""
+    function_level: int
+    """Import statements inside functions, of anything."""
+    own_function_level: dict[str, int]
+    """Per module: imports of package modules inside functions."""
+    typer_users: set[str]
+
+
+def scan(known: dict[str, Path]) -> Scan:
+    """Scan every module of the package."""
+    out = Scan(defaultdict(set), defaultdict(set), 0, {}, set())
     for mod, path in known.items():
         found = scan_file(mod, path, known)
-        top[mod] |= found.top
-        inner[mod] |= found.inner
-        n_inner += found.function_level
+        out.top[mod] |= found.top
+        out.inner[mod] |= found.inner
+        out.function_level += found.function_level
+        out.own_function_level[mod] = found.function_level_own
         if found.uses_typer:
-            typer_users.add(mod)
-    return top, inner, n_inner, typer_users
+            out.typer_users.add(mod)
+    return out
 
 
 def components(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -185,7 +202,8 @@ def package_of(mod: str) -> str:
 def report(verbose: bool = False) -> dict[str, object]:
     """The counts as a dict (also printed by `main`)."""
     known = modules()
-    top, inner, n_inner, typer_users = scan(known)
+    found = scan(known)
+    top, inner, typer_users = found.top, found.inner, found.typer_users
     file_cycles = components(top)
     runtime = defaultdict(set)
     for g in (top, inner):
@@ -204,14 +222,17 @@ def report(verbose: bool = False) -> dict[str, object]:
         "file_cycles": file_cycles,
         "runtime_cycles": runtime_cycles,
         "package_loops": pkg_loops,
-        "function_level_imports": n_inner,
+        "function_level_imports": found.function_level,
         "typer_importers": sorted(typer_users),
     }
     print(f"modules: {len(known)}")
     print(f"file-level import cycles: {len(file_cycles)}")
     print(f"cycles once function-level imports are counted: {len(runtime_cycles)}")
     print(f"package loops (all imports): {len(pkg_loops)}")
-    print(f"function-level imports: {n_inner}")
+    own = found.own_function_level
+    outside_cli = sum(n for m, n in own.items() if not m.startswith(f"{PACKAGE}.cli"))
+    print(f"function-level imports: {found.function_level}")
+    print(f"  of package modules: {sum(own.values())}, outside cli/: {outside_cli}")
     print(f"modules importing typer: {len(typer_users)}")
     if verbose:
         for label, comps in (

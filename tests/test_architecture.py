@@ -19,8 +19,8 @@ def graph():
     sys.modules[spec.name] = module  # dataclasses look their module up while it loads
     spec.loader.exec_module(module)
     known = module.modules()
-    top, inner, _, typer_users = module.scan(known)
-    return module, known, top, inner, typer_users
+    found = module.scan(known)
+    return module, known, found.top, found.inner, found.typer_users
 
 
 def _imports_of(prefix: str, edges: dict[str, set[str]]) -> set[str]:

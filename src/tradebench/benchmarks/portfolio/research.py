@@ -220,8 +220,8 @@ def risk_check(ctx: StepContext, orders: list[Order]) -> dict[str, Any]:
         prev_close=close[1],
         ref_close=close[0],
         suspended=v.last("suspended"),
-        threshold=v._panel.limit_threshold,
-        column=v._panel.column_map,
+        threshold=v.limit_threshold,
+        column=v.column_map,
     )
     exe = ExecutionContext(rules=ctx.rules, nav_prev=ctx.account.nav, universe=ctx.universe_set)
     records = execute_orders(orders, account, quotes, exe)
