@@ -3,6 +3,7 @@ summarise to what that version wrote, and report; today's records round-trip."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -89,3 +90,25 @@ def test_todays_records_round_trip_with_the_benchmarks_own_fields() -> None:
         agent={"name": "ew", "args": {"every": 5}}, start="2024-01-02", end="2024-01-31"
     )
     assert RunRecord.model_validate(run.model_dump(mode="json")) == run
+
+
+@pytest.mark.parametrize(
+    ("written", "kind"),
+    [
+        ({"agent": "benchmark"}, "benchmark"),
+        ({"agent": {"name": "gpt", "args": {"model": "m"}}, "mode": "open_research"}, "llm"),
+        ({"agent": "ew", "mode": None}, "baseline"),
+        ({"agent": "ew", "kind": "llm"}, "llm"),
+    ],
+)
+def test_version_1_records_without_a_kind_get_one(written: dict, kind: str, tmp_path: Path) -> None:
+    folder = tmp_path / "ep"
+    folder.mkdir()
+    (folder / "episode.json").write_text(
+        json.dumps({**written, "window": ["2024-01-02", "2024-01-31"], "status": "done"})
+    )
+    record = read_episode_record(folder)
+    assert record is not None and record.kind == kind and record.episode_id == "ep"
+    assert str(record.window.start) == "2024-01-02" and record.benchmark == "portfolio"
+    if isinstance(written["agent"], dict):
+        assert record.agent == "gpt/m"

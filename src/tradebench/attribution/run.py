@@ -37,6 +37,7 @@ from tradebench.runs.records import (
     DEFAULT_INITIAL_CASH,
     EPISODES_DIR,
     METRICS_FILE,
+    ORDERS_FILE,
     POSITIONS_FILE,
     SPEC_FILE,
     STEPS_FILE,
@@ -159,9 +160,7 @@ def _episode(folder: Path) -> _Episode | str:
 
 def _costs(folder: Path, dates: pd.Series, nav_prev: np.ndarray) -> np.ndarray:
     """Trading costs of each day as a share of the previous NAV."""
-    orders = (
-        pd.read_parquet(folder / "orders.parquet") if (folder / "orders.parquet").exists() else None
-    )
+    orders = pd.read_parquet(folder / ORDERS_FILE) if (folder / ORDERS_FILE).exists() else None
     if orders is None or orders.empty:
         return np.zeros(len(dates))
     cost = pd.to_numeric(orders["cost"], errors="coerce").fillna(0.0)
@@ -170,7 +169,7 @@ def _costs(folder: Path, dates: pd.Series, nav_prev: np.ndarray) -> np.ndarray:
 
 
 def _attribute_episode(ep: _Episode, model: FactorModel, dataset: Dataset) -> pd.DataFrame:
-    positions = pd.read_parquet(ep.folder / "positions.parquet")
+    positions = pd.read_parquet(ep.folder / POSITIONS_FILE)
     rows = episode_rows(model, ep.steps["date"])
     weights = pre_return_weights(
         positions, ep.steps["date"], dataset.panel.column_map, len(dataset.panel.symbols)

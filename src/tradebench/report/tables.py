@@ -160,7 +160,9 @@ def _benchmark_episodes(done: pd.DataFrame) -> pd.DataFrame:
         values |= {m: done[f"benchmark_{m}"] for m in ("total_return", "sharpe", "max_drawdown")}
         own = done[WINDOW_KEYS].assign(**values)
     own = own.drop_duplicates(WINDOW_KEYS)
-    return own.assign(agent=BENCHMARK_LABEL, kind="benchmark", mode="n/a", mask="n/a")
+    return own.assign(
+        agent=BENCHMARK_LABEL, kind="benchmark", mode=NOT_APPLICABLE, mask=NOT_APPLICABLE
+    )
 
 
 def metric_panel(summary: pd.DataFrame) -> pd.DataFrame:

@@ -18,7 +18,8 @@ import plotly.graph_objects as go
 
 from tradebench.report.html import Section, figure_html, mean_std, note, table
 from tradebench.report.load import RunData
-from tradebench.runs.store import read_json
+from tradebench.runs.records import EPISODES_DIR, METRICS_FILE, STEPS_FILE
+from tradebench.runs.store import read_episode_record, read_json
 
 if TYPE_CHECKING:
     from tradebench.report.sections import ReportOptions
@@ -45,13 +46,16 @@ __all__ = ["SINGLE_STOCK_SECTIONS", "persona_section", "single_stock_rows"]
 
 def _row(folder: Path) -> dict | None:
     """One finished single-stock episode as a flat row; None for anything else."""
-    meta = read_json(folder / "episode.json")
-    metrics = read_json(folder / "metrics.json")
-    if meta.get("benchmark") != "single_stock" or meta.get("status") != "done" or not metrics:
+    record = read_episode_record(folder)
+    metrics = read_json(folder / METRICS_FILE)
+    if record is None or record.benchmark != "single_stock" or record.status != "done":
         return None
+    if not metrics:
+        return None
+    meta = {**record.extras, "agent": record.agent, "kind": record.kind, "mask": record.mask}
     scores, guards = metrics["scores"], metrics.get("guards") or {}
     strategy, components = scores["strategy"], scores["components"]
-    steps = folder / "steps.parquet"
+    steps = folder / STEPS_FILE
     stance = pd.read_parquet(steps, columns=["stance"])["stance"] if steps.exists() else None
     return {
         "episode_id": folder.name,
@@ -77,7 +81,7 @@ def _row(folder: Path) -> dict | None:
 
 def single_stock_rows(run: RunData) -> pd.DataFrame:
     """Every finished single-stock episode of the run as one row (empty when none)."""
-    root = run.run_dir / "episodes"
+    root = run.run_dir / EPISODES_DIR
     folders = sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
     rows = [r for r in (_row(f) for f in folders) if r is not None]
     frame = pd.DataFrame(rows)

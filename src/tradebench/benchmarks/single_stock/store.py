@@ -16,10 +16,11 @@ from tradebench.benchmarks.single_stock.scoring import SingleStockScores
 from tradebench.benchmarks.single_stock.series import guard_totals, rescore_series
 from tradebench.errors import DataError
 from tradebench.metrics import TRADING_DAYS_PER_YEAR
+from tradebench.runs.records import METRICS_FILE, STEPS_FILE
 from tradebench.runs.store import write_json
 
-SERIES_FILE = "steps.parquet"
-METRICS_FILE = "metrics.json"
+SERIES_FILE = STEPS_FILE
+"""The per-step series is the episode's step table."""
 
 
 def metrics_payload(scores: SingleStockScores, series: pd.DataFrame) -> dict[str, Any]:
