@@ -44,3 +44,18 @@ def test_llm_attack_stops_at_the_budget_and_resumes(small_synth_dir: Path, tmp_p
     name = "results-openai-scripted.parquet"
     clean = pd.read_parquet(tmp_path / "clean" / name)
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "cut" / name), clean)
+
+
+def test_attacker_seed_is_a_separate_sample(small_synth_dir: Path, tmp_path: Path) -> None:
+    probes = tmp_path / "probes.jsonl"
+    build = ["probe", "build", "--dataset", str(small_synth_dir), "--out", str(probes)]
+    assert runner.invoke(app, [*build, "--n", "4", "--price-modes", "raw"]).exit_code == 0
+    with LoopbackServer(responder=_responder(read_probe_set(probes))) as server:
+        for seed in ("0", "2"):
+            args = ["probe", "run", str(probes), "--attacker", "openai:scripted"]
+            args += ["--base-url", server.openai_url, "--seed", seed, "-o", str(tmp_path / "o")]
+            assert runner.invoke(app, args).exit_code == 0
+        seeds = [r.body["seed"] for r in server.requests]
+    assert seeds.count(0) == seeds.count(2) == len(seeds) // 2 > 0  # no reply reused
+    rows = pd.concat(pd.read_parquet(p) for p in sorted((tmp_path / "o").glob("results-*")))
+    assert sorted(set(rows["attacker"])) == ["openai:scripted", "openai:scripted@s2"]

@@ -103,6 +103,10 @@ def run(
     ] = 256,
     concurrency: Annotated[int, typer.Option(min=1, help="LLM loops in flight.")] = 4,
     retries: Annotated[int, typer.Option(min=0, help="Retries of an invalid reply.")] = 2,
+    temperature: Annotated[float, typer.Option(help="LLM sampling temperature.")] = 0.0,
+    sample_seed: Annotated[
+        int, typer.Option("--seed", help="LLM sample: provider seed and cache key.")
+    ] = 0,
     cache: Annotated[Path | None, typer.Option(help="Response cache file.")] = None,
     cache_mode: Annotated[str, typer.Option(help="readwrite, replay or off.")] = "readwrite",
     levels: Annotated[str, typer.Option(help="Only these mask levels.")] = "",
@@ -136,6 +140,8 @@ def run(
         max_tokens=reply_max_tokens,
         concurrency=concurrency,
         retries=retries,
+        temperature=temperature,
+        seed=sample_seed,
         cache=cache,
         cache_mode=cache_mode,
         levels=_split(levels),

@@ -115,6 +115,8 @@ def run(
     if caps:
         loaded = loaded.model_copy(update={"budget": loaded.budget.model_copy(update=caps)})
     loaded.options_as(get_benchmark(loaded.benchmark).options_model)  # fail before starting
+    for line in loaded.sampling_warnings():
+        console.print(f"warning: {line}", highlight=False)
     counters = RunProgress()
     with Progress(
         TextColumn("{task.description}"),

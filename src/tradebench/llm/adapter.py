@@ -132,9 +132,15 @@ class HttpChatModel(ABC):
 
     @abstractmethod
     def _request(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec], tool_choice: ToolChoice
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        tool_choice: ToolChoice,
+        sample_index: int = 0,
     ) -> dict[str, Any]:
-        """Translate the normalised request into this provider's request body."""
+        """Translate the normalised request into this provider's request body; the sample
+        index becomes the provider's sampling seed where its API has one (`extra` may
+        override it)."""
 
     @abstractmethod
     def _sdk(self) -> Any:
@@ -165,7 +171,7 @@ class HttpChatModel(ABC):
     ) -> ChatResponse:
         """Send one request with limits and retries; see `ChatModel.generate`."""
         check_tool_choice(tool_choice, tools)
-        body = self._request(messages, tools, tool_choice)
+        body = self._request(messages, tools, tool_choice, sample_index)
         estimate = estimate_tokens(messages, self.config.max_tokens)
         raw, latency, charge = await call_with_retries(
             lambda: self._attempt(body, estimate),

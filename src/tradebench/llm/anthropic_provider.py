@@ -127,8 +127,14 @@ class AnthropicChatModel(HttpChatModel):
     client_class = "AsyncAnthropic"
 
     def _request(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec], tool_choice: ToolChoice
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        tool_choice: ToolChoice,
+        sample_index: int = 0,
     ) -> dict[str, Any]:
+        """The Messages API body; it has no sampling seed, so a sample differs from another
+        only in the cache key (and in the model's own randomness at temperature > 0)."""
         system, turns = wire_messages(messages)
         body: dict[str, Any] = {
             "model": self.config.model,

@@ -121,13 +121,18 @@ class OpenAIChatModel(HttpChatModel):
     client_class = "AsyncOpenAI"
 
     def _request(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec], tool_choice: ToolChoice
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        tool_choice: ToolChoice,
+        sample_index: int = 0,
     ) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.config.model,
             "messages": [wire_message(m) for m in messages],
             "temperature": self.config.temperature,
             "max_tokens": self.config.max_tokens,
+            "seed": sample_index,  # the sample is the provider's sampling seed
         }
         if tools:
             body["tools"] = [

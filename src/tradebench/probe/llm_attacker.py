@@ -69,13 +69,15 @@ def submit_guess_tool() -> SubmitTool:
     return SubmitTool.from_model(SUBMIT_NAME, "Submit your de-anonymisation guess.", AttackGuess)
 
 
-def loop_config(retries: int) -> LoopConfig:
-    """No research tools: go straight to the forced submission, with `retries` retries."""
+def loop_config(retries: int, seed: int = 0) -> LoopConfig:
+    """No research tools: go straight to the forced submission, with `retries` retries;
+    every call is sample `seed` of the model."""
     return LoopConfig(
         max_tool_calls=0,
         max_submit_retries=retries,
         offer_submit_in_research=False,
         submit_prompt="Call `{submit}` now with your guess.",
+        sample_index=seed,
     )
 
 
@@ -86,8 +88,9 @@ async def attack_one(
     variant: Variant,
     label: str,
     retries: int = 2,
+    seed: int = 0,
 ) -> Attempt:
-    """One forced-submission loop for one payload variant."""
+    """One forced-submission loop for one payload variant (sample `seed` of the model)."""
     system, user = attack_prompt(header, variant)
     result = await run_tool_loop(
         model,
@@ -95,7 +98,7 @@ async def attack_one(
         user=user,
         tools=[],
         submit=submit_guess_tool(),
-        config=loop_config(retries),
+        config=loop_config(retries, seed),
     )
     submits = [c for c in result.tool_calls if c.name == SUBMIT_NAME]
     return Attempt(
@@ -114,12 +117,18 @@ async def attack_one(
     )
 
 
+def attacker_label(config: ModelConfig, seed: int = 0) -> str:
+    """`provider:model`, with `@sN` for a sample other than the first."""
+    return config.label + (f"@s{seed}" if seed else "")
+
+
 async def attack_all(
     pool: ModelPool,
     config: ModelConfig,
     header: ProbeSetHeader,
     items: list[tuple[Probe, Variant]],
     retries: int = 2,
+    seed: int = 0,
 ) -> list[Attempt]:
     """Attack every (probe, variant) through the pool's model, at most the pool's
     concurrency in flight; attempts in item order.
@@ -128,8 +137,9 @@ async def attack_all(
         BudgetStop: The budget ran out; answered payloads are cached, rerun to continue.
     """
     model = pool.model(config)
+    label = attacker_label(config, seed)
 
     async def one(item: tuple[Probe, Variant]) -> Attempt:
-        return await attack_one(model, header, *item, config.label, retries)
+        return await attack_one(model, header, *item, label, retries, seed)
 
     return await pool.map(items, one)

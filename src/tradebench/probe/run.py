@@ -25,7 +25,7 @@ from tradebench.llm.types import ModelConfig
 from tradebench.probe.attempt import Attempt
 from tradebench.probe.data_attacker import SIGNALS, PriceDatabase
 from tradebench.probe.data_attacker import attack_all as attack_all_data
-from tradebench.probe.llm_attacker import attack_all
+from tradebench.probe.llm_attacker import attack_all, attacker_label
 from tradebench.probe.results import score_attempts, write_results
 from tradebench.probe.store import ProbeSet, read_probe_set
 from tradebench.probe.types import Probe, Variant
@@ -48,6 +48,9 @@ class AttackConfig(BaseModel):
     """Output cap per reply."""
     temperature: float = 0.0
     """Sampling temperature."""
+    seed: int = 0
+    """Sample of the LLM attacker (its calls' sample index and provider seed): attacks
+    with different seeds are independent samples."""
     retries: int = Field(default=2, ge=0)
     """Extra submission attempts after an invalid one."""
     concurrency: int = Field(default=4, ge=1)
@@ -142,8 +145,10 @@ def _llm_attempts(
         ),
     )
     with pool:
-        coro = attack_all(pool, model_config, probe_set.header, items, config.retries)
-        return asyncio.run(coro), model_config.label
+        coro = attack_all(
+            pool, model_config, probe_set.header, items, config.retries, config.seed
+        )
+        return asyncio.run(coro), attacker_label(model_config, config.seed)
 
 
 def run_attack(probes_path: Path, out_dir: Path, config: AttackConfig) -> RunOutcome:

@@ -105,12 +105,29 @@ def panel_section(run: RunData, options: ReportOptions) -> Section:
         pairs = zip(panel[f"{m}_mean"], panel[f"{m}_std"], strict=True)
         shown[m] = [mean_std(a, b) for a, b in pairs]
     rows = ["benchmark" if b else "" for b in panel["is_benchmark"]]
+    greedy = set(tables.greedy_seed_agents(run))
+    shown["n"] = [
+        f"{n} (T=0)" if a in greedy and k == "llm" else str(n)
+        for a, k, n in zip(panel["agent"], panel["kind"], panel["n"], strict=True)
+    ]
     intro = note(
         "Mean across finished episodes (seeds and windows) ± sample std; sorted by mean "
         "total return, so the highlighted benchmark index sits at its return-implied rank."
-    )
+    ) + _greedy_note(greedy)
     classes = dict.fromkeys(METRIC_COLUMNS, "num")
     return Section("Metric panel", intro + table(shown, classes=classes, row_classes=rows))
+
+
+def _greedy_note(agents: set[str]) -> str:
+    """The warning beside cells whose seeds are not independent samples."""
+    if not agents:
+        return ""
+    names = ", ".join(sorted(agents))
+    return note(
+        f"(T=0): {names} ran at temperature 0, so their seeds only reshuffle the masks' "
+        "aliases (identical prompts under bright): the spread across seeds is not sampling "
+        "variance."
+    )
 
 
 def matrix_section(run: RunData, options: ReportOptions) -> Section:
@@ -131,6 +148,8 @@ def matrix_section(run: RunData, options: ReportOptions) -> Section:
             run.summary, agent, "total_return", how="count", modes=modes
         )
         parts.append(f"<h3>{esc(agent)}</h3>")
+        if agent in set(tables.greedy_seed_agents(run)):
+            parts.append(_greedy_note({agent}))
         for name, matrix in [*means.items(), ("episodes", counts)]:
             parts.append(f"<h4>{esc(name)}</h4>" + table(matrix, index=True))
         parts.append(figure_html(figures.mode_mask_heatmaps(means, agent)))

@@ -33,6 +33,7 @@ __all__ = [
     "GROUP_KEYS",
     "benchmark_curves",
     "equity_curves",
+    "greedy_seed_agents",
     "group_label",
     "llm_agents",
     "metric_panel",
@@ -185,6 +186,20 @@ def metric_panel(summary: pd.DataFrame) -> pd.DataFrame:
     ).reset_index(drop=True)
     panel.insert(0, "rank", np.arange(1, len(panel) + 1))
     return panel
+
+
+def greedy_seed_agents(run: RunData) -> list[str]:
+    """Model agents whose seeds are not independent samples: temperature 0 in a spec with
+    several seeds (their seeds differ only through the masks' seed-dependent aliases)."""
+    seeds = run.spec.get("seeds") or []
+    if not isinstance(seeds, list) or len(seeds) < 2:
+        return []
+    agents = run.spec.get("agents") or []
+    return sorted(
+        str(a.get("name"))
+        for a in agents
+        if isinstance(a, dict) and a.get("model") and not a.get("temperature")
+    )
 
 
 def llm_agents(summary: pd.DataFrame) -> list[str]:

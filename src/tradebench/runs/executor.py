@@ -12,6 +12,7 @@ run ends identical to an uninterrupted one.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from tradebench.runs.spec import RunSpec
 from tradebench.runs.store import read_episode_record, write_episode_record
 from tradebench.runs.summary import write_summary
 
+log = logging.getLogger("tradebench.runs")
 INLINE_JOBS = 2
 """Up to this many model-free episodes run in this process: a pool costs more than it saves."""
 WORKERS = 2
@@ -208,6 +210,8 @@ async def execute(
         BudgetExceeded: The budget stopped the run cleanly; rerun to continue.
     """
     progress = progress or RunProgress()
+    for line in spec.sampling_warnings():
+        log.warning(line)
     resolved = plan(benchmark, spec, Path(run_dir))
     progress.episodes_total = len(resolved.episodes)
     progress.bump(episodes=len(resolved.episodes) - len(resolved.todo))

@@ -174,6 +174,20 @@ class RunSpec(BaseModel):
                 f"invalid options for benchmark {self.benchmark!r}:\n  options.{lines}"
             ) from None
 
+    def sampling_warnings(self) -> list[str]:
+        """One line per model agent whose seeds are not independent samples: at
+        temperature 0 a model answers the same prompt the same way, so its seeds differ
+        only where the prompt does (the seed-dependent aliases and dates of masked runs)."""
+        if len(self.seeds) < 2:
+            return []
+        return [
+            f"agent {a.name!r} runs {len(self.seeds)} seeds at temperature 0: its seeds only "
+            "reshuffle aliases (identical prompts under `bright`), so they are not "
+            "independent samples; set a temperature > 0 for that"
+            for a in self.llm_agents()
+            if a.temperature == 0
+        ]
+
     def llm_agents(self) -> list[AgentEntry]:
         """The model-backed agents, in spec order."""
         return [a for a in self.agents if a.is_llm]

@@ -151,6 +151,7 @@ class PortfolioBenchmark:
                 max_tool_calls=opts.max_tool_calls,
                 max_submit_retries=opts.max_submit_retries,
                 offer_submit_in_research=ref.mode == "open_research",
+                sample_index=ref.seed,  # each seed is its own sample of the model
             ),
             price_mode=opts.price_mode,
             candidates_k=opts.candidates_k,

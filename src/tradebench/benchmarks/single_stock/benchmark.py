@@ -120,7 +120,7 @@ class SingleStockBenchmark:
         agent: SingleStockAgent
         if ref.kind == "llm":
             assert ctx.model is not None and ctx.agent is not None
-            agent = SingleStockLLMAgent(ctx.model, options.nudges, ref.agent)
+            agent = SingleStockLLMAgent(ctx.model, options.nudges, ref.agent, seed=ref.seed)
             extra: dict[str, Any] = {"model": ctx.agent.model_config_().model_dump(mode="json")}
         else:
             assert ctx.agent is not None

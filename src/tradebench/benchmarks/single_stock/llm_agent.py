@@ -22,13 +22,15 @@ EMPTY_REPLY = "empty reply"
 """Prefix of the adapters' `parse_error` for a reply with neither text nor a tool call."""
 
 
-def loop_config(nudges: int) -> LoopConfig:
-    """No research phase; the submit tool is forced with `nudges` retries."""
+def loop_config(nudges: int, seed: int = 0) -> LoopConfig:
+    """No research phase; the submit tool is forced with `nudges` retries; every call is
+    sample `seed` of the model."""
     return LoopConfig(
         max_tool_calls=0,
         max_submit_retries=nudges,
         offer_submit_in_research=False,
         submit_prompt="Call `{submit}` now with today's decision.",
+        sample_index=seed,
     )
 
 
@@ -69,6 +71,8 @@ class SingleStockLLMAgent:
     model: ChatModel
     nudges: int = 1
     name: str = "llm"
+    seed: int = 0
+    """The episode's seed: the sample index of every call (cache key, provider seed)."""
     submit: SubmitTool = field(default_factory=submit_tool)
 
     async def decide(self, context: DecisionContext) -> StepDecision:
@@ -79,6 +83,6 @@ class SingleStockLLMAgent:
             user=context.user,
             tools=[],
             submit=self.submit,
-            config=loop_config(self.nudges),
+            config=loop_config(self.nudges, self.seed),
         )
         return decision_from_loop(result)
