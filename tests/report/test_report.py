@@ -62,7 +62,11 @@ def test_benchmark_row_rank_in_the_page(page: str) -> None:
     row = re.search(r'<tr class="benchmark"><td class="num">(\d+)</td><td>benchmark index', page)
     assert row is not None
     panel = page[page.index('id="metric-panel"') : page.index('id="mode-mask-matrix"')]
-    cells = re.findall(r'</td><td class="num">\d+</td><td class="num">(-?[\d.]+)', panel)
+    # n, then the mean return; n of a temperature-0 model with several seeds says so
+    cells = re.findall(
+        r'</td><td class="num">\d+(?: \(T=0\))?</td><td class="num">(-?[\d.]+)', panel
+    )
+    assert "2 (T=0)" in panel  # the fixture's model ran two seeds at temperature 0
     returns = [float(v) for v in cells]
     rank = int(row.group(1))
     assert returns == sorted(returns, reverse=True)

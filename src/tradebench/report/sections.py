@@ -106,15 +106,16 @@ def panel_section(run: RunData, options: ReportOptions) -> Section:
         shown[m] = [mean_std(a, b) for a, b in pairs]
     rows = ["benchmark" if b else "" for b in panel["is_benchmark"]]
     greedy = set(tables.greedy_seed_agents(run))
-    shown["n"] = [
-        f"{n} (T=0)" if a in greedy and k == "llm" else str(n)
-        for a, k, n in zip(panel["agent"], panel["kind"], panel["n"], strict=True)
-    ]
+    if greedy:
+        shown["n"] = [
+            f"{n} (T=0)" if a in greedy and k == "llm" else str(n)
+            for a, k, n in zip(panel["agent"], panel["kind"], panel["n"], strict=True)
+        ]
     intro = note(
         "Mean across finished episodes (seeds and windows) ± sample std; sorted by mean "
         "total return, so the highlighted benchmark index sits at its return-implied rank."
     ) + _greedy_note(greedy)
-    classes = dict.fromkeys(METRIC_COLUMNS, "num")
+    classes = dict.fromkeys((*METRIC_COLUMNS, "n"), "num")
     return Section("Metric panel", intro + table(shown, classes=classes, row_classes=rows))
 
 
