@@ -22,6 +22,8 @@ KEYS = [
     "cash_ratio",
     "abstention_rate",
     "parse_failure_rate",
+    "fallback_steps",
+    "malformed_reply_rate",
     "ece",
     "tool_validity_rate",
     "brier",
@@ -45,6 +47,7 @@ def llm_steps() -> pd.DataFrame:
             "n_rejected": [0, 0, 1, 0],
             "turnover": [1.0, 0.5, 1.0, 0.0],
             "parse_failures": _int([0, 2, 1, 0]),
+            "fallback": pd.Series([False, True, False, False], dtype="boolean"),
             "tool_calls": _int([3, 0, 2, 1]),
             "tool_calls_valid": _int([2, 0, 2, 0]),
             "retries": _int([0, 2, 1, 0]),
@@ -54,7 +57,7 @@ def llm_steps() -> pd.DataFrame:
 
 def baseline_steps() -> pd.DataFrame:
     steps = llm_steps()
-    for col in ("parse_failures", "tool_calls", "tool_calls_valid", "retries"):
+    for col in ("parse_failures", "fallback", "tool_calls", "tool_calls_valid", "retries"):
         steps[col] = _int([None] * 4)
     return steps
 
@@ -108,7 +111,9 @@ def test_llm_run_hand() -> None:
     assert p.hhi == pytest.approx((0.125 + 0.52) / 4)
     assert p.cash_ratio == pytest.approx(0.625)
     assert p.abstention_rate == 0.25
-    assert p.parse_failure_rate == 0.75
+    # One of four decision steps fell back (its action never validated): 1/4, not 3/4.
+    assert p.parse_failure_rate == 0.25 and p.fallback_steps == 1
+    assert p.malformed_reply_rate == 0.75  # 0 + 2 + 1 + 0 unreadable replies over 4 steps
     assert p.tool_validity_rate == pytest.approx(4 / 6)
     assert p.ece == pytest.approx(0.1 / 3 + 2 / 3 * 0.225)
     assert p.brier == pytest.approx(0.1875)
@@ -134,6 +139,7 @@ def test_benchmark_start_uses_first_day() -> None:
 def test_baseline_reliability_is_none() -> None:
     p = compute_panel(baseline_steps(), positions(), baseline_orders(), initial_cash=100.0)
     assert p.parse_failure_rate is None
+    assert p.fallback_steps is None and p.malformed_reply_rate is None
     assert p.tool_validity_rate is None
     assert p.ece is None
     assert p.brier is None
@@ -143,7 +149,7 @@ def test_baseline_reliability_is_none() -> None:
 def test_object_columns_of_none_count_as_null() -> None:
     # As written by a baseline: plain None in object columns, empty untyped tables.
     steps = llm_steps()
-    for col in ("parse_failures", "tool_calls", "tool_calls_valid"):
+    for col in ("parse_failures", "fallback", "tool_calls", "tool_calls_valid"):
         steps[col] = pd.Series([None] * 4, dtype=object)
     orders = pd.DataFrame({"confidence": [None, None], "outcome": [1.0, None]}, dtype=object)
     empty_positions = pd.DataFrame(columns=["date", "symbol", "weight"])
@@ -153,7 +159,9 @@ def test_object_columns_of_none_count_as_null() -> None:
 
 
 def test_absent_optional_columns_count_as_null() -> None:
-    steps = llm_steps().drop(columns=["parse_failures", "tool_calls", "tool_calls_valid"])
+    steps = llm_steps().drop(
+        columns=["parse_failures", "fallback", "tool_calls", "tool_calls_valid"]
+    )
     orders = llm_orders().drop(columns=["confidence", "outcome"])
     p = compute_panel(steps, positions(), orders, initial_cash=100.0)
     assert (p.parse_failure_rate, p.tool_validity_rate, p.ece, p.brier) == (None,) * 4
@@ -165,7 +173,7 @@ def test_no_tool_calls_is_none() -> None:
     steps["tool_calls_valid"] = _int([0, 0, 0, 0])
     p = compute_panel(steps, positions(), llm_orders(), initial_cash=100.0)
     assert p.tool_validity_rate is None
-    assert p.parse_failure_rate == 0.75
+    assert p.parse_failure_rate == 0.25
 
 
 def _empty_frames() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
@@ -292,7 +300,7 @@ def test_json_keys_and_nulls() -> None:
     assert "NaN" not in text and "Infinity" not in text
     data = json.loads(text)
     assert list(data) == ["schema_version", *KEYS, "benchmark"]
-    assert data["schema_version"] == SCHEMA_VERSION == 1
+    assert data["schema_version"] == SCHEMA_VERSION == 2
     assert data["ece"] is None and data["parse_failure_rate"] is None
     assert list(data["benchmark"]) == ["total_return", "sharpe", "max_drawdown"]
     assert MetricPanel.model_validate_json(text) == p

@@ -1,4 +1,4 @@
-"""Parse-failure and tool-validity rates: hand-computed values and null semantics."""
+"""Failed emissions, malformed replies and tool validity: hand values and null semantics."""
 
 from __future__ import annotations
 
@@ -8,30 +8,40 @@ import pandas as pd
 import pytest
 
 from tradebench.errors import DataError
-from tradebench.metrics import parse_failure_rate, tool_validity_rate
+from tradebench.metrics import (
+    fallback_steps,
+    malformed_reply_rate,
+    parse_failure_rate,
+    tool_validity_rate,
+)
 
 
-def test_parse_failure_rate_hand() -> None:
-    # 0 + 2 + 1 + 0 = 3 failures over 4 decision steps.
-    assert parse_failure_rate([0, 2, 1, 0]) == 0.75
-    assert parse_failure_rate([0, 0, 0]) == 0.0
+def test_parse_failure_rate_is_the_share_of_steps_that_fell_back() -> None:
+    # 1 of 4 decision steps fell back, however many replies it took.
+    assert parse_failure_rate([0, 1, 0, 0]) == 0.25
+    assert parse_failure_rate([True, True]) == 1.0 and parse_failure_rate([0, 0, 0]) == 0.0
+    flags = pd.Series([True, None, False], dtype="boolean")  # the null step had no decision
+    assert parse_failure_rate(flags) == 0.5 and fallback_steps(flags) == 1
 
 
-def test_parse_failure_rate_counts_only_decision_steps() -> None:
-    # The null step had no decision: 2 failures over 2 decision steps.
-    counts = pd.Series([1, None, 1], dtype="Int64")
-    assert parse_failure_rate(counts) == 1.0
-
-
-def test_parse_failure_rate_baseline_is_nan() -> None:
-    assert math.isnan(parse_failure_rate(pd.Series([None, None], dtype="Int64")))
-    assert math.isnan(parse_failure_rate([float("nan")] * 3))
-    assert math.isnan(parse_failure_rate([]))
-
-
-def test_parse_failure_rate_negative_raises() -> None:
+def test_parse_failure_rate_stays_in_the_unit_interval() -> None:
     with pytest.raises(DataError):
-        parse_failure_rate([1, -1])
+        parse_failure_rate([0, 2, 1])  # a count, not a flag: the old definition
+
+
+def test_malformed_reply_rate_counts_replies() -> None:
+    # 0 + 2 + 1 + 0 = 3 unreadable replies over 4 decision steps.
+    assert malformed_reply_rate([0, 2, 1, 0]) == 0.75
+    assert malformed_reply_rate(pd.Series([1, None, 1], dtype="Int64")) == 1.0
+    with pytest.raises(DataError):
+        malformed_reply_rate([1, -1])
+
+
+def test_reliability_of_a_baseline_is_nan() -> None:
+    for metric in (parse_failure_rate, fallback_steps, malformed_reply_rate):
+        assert math.isnan(metric(pd.Series([None, None], dtype="Int64")))
+        assert math.isnan(metric([float("nan")] * 3))
+        assert math.isnan(metric([]))
 
 
 def test_tool_validity_rate_hand() -> None:

@@ -130,6 +130,8 @@ class LoopResult(BaseModel):
     """The validated action, or None (fallback to no action, or stopped for budget)."""
     fallback: bool
     """True when every submission attempt failed and the loop fell back to no action."""
+    research_cap_hit: bool = False
+    """True when research used every allowed tool call (`max_tool_calls`, a safety cap)."""
     stop_reason: StopReason
     """`submitted`, `fallback`, or `budget` (only on `LoopBudgetExceeded.result`)."""
 

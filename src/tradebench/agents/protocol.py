@@ -26,6 +26,10 @@ class Decision:
     tokens_in: int | None = None
     tokens_out: int | None = None
     cost_usd: float | None = None
+    fallback: bool | None = None
+    """True when no submission passed validation after the retries (the step holds)."""
+    research_cap_hit: bool | None = None
+    """True when research stopped at the safety cap on tool calls."""
     sent_ids: tuple[str, ...] | None = None
     trace: dict[str, Any] | None = None
 

@@ -265,6 +265,7 @@ class _ToolLoop:
             latency_s=sum(c.latency_s for c in self.model_calls),
             action=self.action,
             fallback=stop == "fallback",
+            research_cap_hit=bool(self.tools) and self.research_calls >= self.config.max_tool_calls,
             stop_reason=stop,
         )
 

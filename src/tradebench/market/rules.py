@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tradebench.data.boards import BOARD_RULES
 from tradebench.market.orders import RejectCode, Side
 
 
@@ -44,6 +45,21 @@ class MarketRules:
     def for_market(cls, market: str, initial_cash: float = 1_000_000.0) -> MarketRules:
         """Default rules of a market."""
         return cls.cn(initial_cash) if market == "cn" else cls.us(initial_cash=initial_cash)
+
+    def limit_thresholds(self) -> dict[str, float]:
+        """The broker's limit threshold per board, as a fraction of the reference close (an
+        open at or beyond it is limit-locked); empty when the market has no price limits.
+
+        Read from the same board table the engine's panel uses, so a prompt built from it
+        states the limits the broker applies.
+        """
+        if not self.price_limits:
+            return {}
+        return {
+            board: rule.engine_threshold
+            for board, rule in BOARD_RULES.items()
+            if board not in ("other", "us") and rule.engine_threshold > 0
+        }
 
     def cost(self, value: float, side: Side) -> float:
         """Cost of a fill worth `value`: bps of value with the per-order minimum."""

@@ -8,7 +8,12 @@ panel turns NaN into `None` (`null` in `metrics.json`). Formulas: `docs/metrics.
 from tradebench.metrics.behaviour import abstention_rate, annualized_turnover, cash_ratio, hhi
 from tradebench.metrics.calibration import CALIBRATION_BINS, brier, calibration_bins, ece
 from tradebench.metrics.panel import SCHEMA_VERSION, BenchmarkPanel, MetricPanel, compute_panel
-from tradebench.metrics.reliability import parse_failure_rate, tool_validity_rate
+from tradebench.metrics.reliability import (
+    fallback_steps,
+    malformed_reply_rate,
+    parse_failure_rate,
+    tool_validity_rate,
+)
 from tradebench.metrics.returns import (
     TRADING_DAYS_PER_YEAR,
     ZERO_STD,
@@ -42,8 +47,10 @@ __all__ = [
     "cash_ratio",
     "compute_panel",
     "ece",
+    "fallback_steps",
     "hhi",
     "information_ratio",
+    "malformed_reply_rate",
     "max_drawdown",
     "parse_failure_rate",
     "sharpe",

@@ -21,7 +21,12 @@ from tradebench.errors import DataError
 from tradebench.metrics._arrays import as_floats
 from tradebench.metrics.behaviour import abstention_rate, annualized_turnover, cash_ratio, hhi
 from tradebench.metrics.calibration import brier, ece
-from tradebench.metrics.reliability import parse_failure_rate, tool_validity_rate
+from tradebench.metrics.reliability import (
+    fallback_steps,
+    malformed_reply_rate,
+    parse_failure_rate,
+    tool_validity_rate,
+)
 from tradebench.metrics.returns import (
     TRADING_DAYS_PER_YEAR,
     check_periods_per_year,
@@ -32,12 +37,12 @@ from tradebench.metrics.returns import (
     total_return,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """Version of the `MetricPanel` layout; bump it (and migrate) when fields change."""
 
 STEP_COLUMNS = ("date", "nav", "cash", "benchmark_close", "n_orders", "turnover")
 """Columns `steps` must have."""
-LLM_STEP_COLUMNS = ("parse_failures", "tool_calls", "tool_calls_valid")
+LLM_STEP_COLUMNS = ("parse_failures", "fallback", "tool_calls", "tool_calls_valid")
 """Nullable LLM-only step columns; an absent column counts as all null."""
 POSITION_COLUMNS = ("date", "weight")
 """Columns `positions` must have (unless it has no rows)."""
@@ -103,7 +108,12 @@ class MetricPanel(BaseModel):
     abstention_rate: Metric
     """Share of steps on which the agent sent no order."""
     parse_failure_rate: Metric
-    """Unparseable replies per decision step; None for a baseline (column all null)."""
+    """Share of decision steps whose action still failed validation after the retries (the
+    step fell back to no trade), in [0, 1]; None for a baseline (column all null)."""
+    fallback_steps: Metric = None
+    """Decision steps that fell back to no trade; None for a baseline."""
+    malformed_reply_rate: Metric = None
+    """Unreadable model replies per decision step (retries included; can exceed 1)."""
     ece: Metric
     """Expected calibration error of order confidences (10 equal-width bins); None when
     no order has both a confidence and an outcome."""
@@ -181,7 +191,8 @@ def compute_panel(
 
     Args:
         steps: One row per step with `date, nav, cash, benchmark_close, n_orders,
-            turnover` and the nullable `parse_failures, tool_calls, tool_calls_valid`.
+            turnover` and the nullable `parse_failures, fallback, tool_calls,
+            tool_calls_valid`.
         positions: Holdings after each close with `date` and `weight` (no rows on
             all-cash days).
         orders: One row per order with the nullable `confidence` and `outcome`.
@@ -221,7 +232,9 @@ def compute_panel(
         hhi=hhi(positions, dates),
         cash_ratio=cash_ratio(steps["cash"], nav),
         abstention_rate=abstention_rate(steps["n_orders"]),
-        parse_failure_rate=parse_failure_rate(_column(steps, "parse_failures")),
+        parse_failure_rate=parse_failure_rate(_column(steps, "fallback")),
+        fallback_steps=fallback_steps(_column(steps, "fallback")),
+        malformed_reply_rate=malformed_reply_rate(_column(steps, "parse_failures")),
         ece=ece(confidence, outcome),
         tool_validity_rate=tool_validity_rate(
             _column(steps, "tool_calls"), _column(steps, "tool_calls_valid")

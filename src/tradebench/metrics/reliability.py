@@ -1,4 +1,5 @@
-"""Reliability metrics of an LLM agent: parse failures and tool-call validity.
+"""Reliability metrics of an LLM agent: failed action emissions, malformed replies and
+tool-call validity.
 
 Their step columns are filled by LLM agents only; baselines leave them null. A metric
 whose columns are all null is undefined for that run and gives NaN (`None` in the panel),
@@ -13,23 +14,55 @@ from numpy.typing import ArrayLike
 from tradebench.errors import DataError
 from tradebench.metrics._arrays import as_floats, same_length
 
-__all__ = ["parse_failure_rate", "tool_validity_rate"]
+__all__ = ["fallback_steps", "malformed_reply_rate", "parse_failure_rate", "tool_validity_rate"]
 
 
-def parse_failure_rate(parse_failures: ArrayLike) -> float:
-    """Unparseable model replies per decision step.
+def parse_failure_rate(fallback: ArrayLike) -> float:
+    """Share of decision steps whose action emission still failed validation after the
+    retries, so the step fell back to no trade.
 
     ::
 
-        parse_failure_rate = sum_t parse_failures_t / #{t : parse_failures_t not null}
+        parse_failure_rate = #{t : fallback_t} / #{t : fallback_t not null}
 
-    A decision step is a step with a non-null count (the agent was asked to decide). The
-    count includes failed retries, so the rate can exceed 1 when a step needed several
-    attempts.
+    Always in [0, 1]: a step counts once however many replies it took (malformed replies
+    are `malformed_reply_rate`).
 
     Args:
-        parse_failures: Per-step count of replies that could not be parsed into an
-            action; null (None, NaN, pd.NA) on steps without a model decision.
+        fallback: Per-step flag (1/True when every submission attempt was rejected or
+            unreadable); null on steps without a model decision.
+
+    Returns:
+        The rate; NaN when every value is null (a baseline) or there are no steps.
+
+    Raises:
+        DataError: A flag is not 0 or 1.
+    """
+    x = as_floats(fallback, "fallback")
+    decided = ~np.isnan(x)
+    if not decided.any():
+        return float("nan")
+    if not np.isin(x[decided], (0.0, 1.0)).all():
+        raise DataError("fallback holds values other than 0/1; the step records are corrupt")
+    return float(x[decided].mean())
+
+
+def fallback_steps(fallback: ArrayLike) -> float:
+    """Number of decision steps that fell back to no trade (NaN for a baseline)."""
+    x = as_floats(fallback, "fallback")
+    decided = ~np.isnan(x)
+    return float(x[decided].sum()) if decided.any() else float("nan")
+
+
+def malformed_reply_rate(parse_failures: ArrayLike) -> float:
+    """Unreadable model replies per decision step, a diagnostic of format discipline.
+
+    ::
+
+        malformed_reply_rate = sum_t parse_failures_t / #{t : parse_failures_t not null}
+
+    Replies that could not be read at all (garbage, empty, truncated or malformed tool
+    JSON), retries included, so it can exceed 1.
 
     Returns:
         The rate; NaN when every value is null (a baseline) or there are no steps.

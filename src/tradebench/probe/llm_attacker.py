@@ -14,6 +14,7 @@ from importlib import resources
 
 from tradebench.agents.tool_loop import LoopConfig, run_tool_loop
 from tradebench.agents.tools import SubmitTool
+from tradebench.data.indexes import index_name
 from tradebench.llm.base import ChatModel
 from tradebench.llm.types import ModelConfig
 from tradebench.probe.attempt import Attempt
@@ -21,7 +22,6 @@ from tradebench.probe.types import AttackGuess, Probe, ProbeSetHeader, Variant
 from tradebench.runs.models import ModelPool
 
 SUBMIT_NAME = "submit_guess"
-INDEX_NAMES = {"SH000300": "CSI 300 (SH000300)", "SH000905": "CSI 500 (SH000905)"}
 MARKETS = {
     "cn": (
         "China A-shares (Shanghai and Shenzhen exchanges)",
@@ -43,6 +43,14 @@ def _templates() -> tuple[str, str]:
     )
 
 
+def _index_phrase(symbol: str | None) -> str:
+    """`CSI300 (SH000300)` for a known index, the symbol alone otherwise."""
+    if not symbol:
+        return "of the dataset"
+    name = index_name(symbol)
+    return symbol if name == symbol else f"{name} ({symbol})"
+
+
 def attack_prompt(header: ProbeSetHeader, variant: Variant) -> tuple[str, str]:
     """(system, user) messages for one payload variant."""
     system, user = _templates()
@@ -50,7 +58,7 @@ def attack_prompt(header: ProbeSetHeader, variant: Variant) -> tuple[str, str]:
     system = system.format(
         currency=header.currency,
         market=market,
-        index=INDEX_NAMES.get(header.index_symbol or "", header.index_symbol or "of the dataset"),
+        index=_index_phrase(header.index_symbol),
         first=header.calendar[header.date_lo].isoformat(),
         last=header.calendar[header.date_hi].isoformat(),
         boards=boards,

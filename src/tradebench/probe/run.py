@@ -145,9 +145,7 @@ def _llm_attempts(
         ),
     )
     with pool:
-        coro = attack_all(
-            pool, model_config, probe_set.header, items, config.retries, config.seed
-        )
+        coro = attack_all(pool, model_config, probe_set.header, items, config.retries, config.seed)
         return asyncio.run(coro), attacker_label(model_config, config.seed)
 
 

@@ -306,6 +306,8 @@ def _step_row(
         tokens_in=decision.tokens_in,
         tokens_out=decision.tokens_out,
         cost_usd=decision.cost_usd,
+        fallback=decision.fallback,
+        research_cap_hit=decision.research_cap_hit,
     )
 
 

@@ -217,6 +217,7 @@ class StepRow:
     turnover: float
     """Traded value over the previous close's NAV."""
     parse_failures: int | None = None
+    """Model replies that could not be read (a diagnostic; retries included)."""
     tool_calls: int | None = None
     tool_calls_valid: int | None = None
     retries: int | None = None
@@ -225,6 +226,10 @@ class StepRow:
     cost_usd: float | None = None
     distributions: float | None = None
     """Value credited by dividends and share distributions that day."""
+    fallback: bool | None = None
+    """No submission passed validation after the retries, so the step traded nothing."""
+    research_cap_hit: bool | None = None
+    """Research stopped at the safety cap on tool calls."""
 
 
 @dataclass(slots=True)

@@ -46,6 +46,8 @@ METRIC_COLUMNS = (
     "cash_ratio",
     "abstention_rate",
     "parse_failure_rate",
+    "fallback_steps",
+    "malformed_reply_rate",
     "ece",
     "tool_validity_rate",
     "brier",

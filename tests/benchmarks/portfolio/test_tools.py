@@ -80,7 +80,9 @@ def _calls(ds: Dataset, level: str, day: str = DAY) -> dict[str, str]:
         ctx, masker, load_prompts(), "fixed_candidate", StepInfo(2, 5, (), 0.01, 0.002)
     )
     out["user_message"] = obs
-    out["system"] = masker.mask_text(system_prompt(load_prompts(), "open_research", 1e6))
+    out["system"] = masker.mask_text(
+        system_prompt(load_prompts(), "open_research", MarketRules.cn())
+    )
     return out
 
 

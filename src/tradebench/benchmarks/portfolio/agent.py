@@ -17,7 +17,7 @@ from tradebench.agents.protocol import Decision, StepInfo
 from tradebench.agents.tool_loop import run_tool_loop
 from tradebench.benchmarks.portfolio.context import PriceMode, StepContext
 from tradebench.benchmarks.portfolio.observation import StepInfo as ObsStep
-from tradebench.benchmarks.portfolio.observation import user_message
+from tradebench.benchmarks.portfolio.observation import candidate_pool, user_message
 from tradebench.benchmarks.portfolio.prompt_files import PromptSet, load_prompts, system_prompt
 from tradebench.benchmarks.portfolio.tools import Submission, research_tools, submit_tool
 from tradebench.llm.base import ChatModel
@@ -45,6 +45,9 @@ class PortfolioLLMAgent:
     candidates_k: int = 10
     prompts: PromptSet = field(default_factory=load_prompts)
     name: str = "llm"
+    currency: str = "CNY"
+    benchmark_name: str = "the benchmark index"
+    """The benchmark as named in the user message (CSI300 for the CN universe)."""
     _masker: Masker | None = field(default=None, repr=False)
 
     def masker(self, first_day: Any) -> Masker:
@@ -65,16 +68,27 @@ class PortfolioLLMAgent:
             self.price_mode,
             _rebase_close(view, step.first_day) if self.price_mode == "rebased" else None,
         )
-        system = masker.mask_text(system_prompt(self.prompts, self.mode, self.rules.initial_cash))
+        system = masker.mask_text(system_prompt(self.prompts, self.mode, self.rules, self.currency))
         obs = ObsStep(step.index, step.total, step.previous, step.cum_return, step.bench_return)
-        user = user_message(ctx, masker, self.prompts, self.mode, obs, self.candidates_k)
+        pool = candidate_pool(ctx, self.candidates_k) if self.mode == "fixed_candidate" else None
+        user = user_message(
+            ctx,
+            masker,
+            self.prompts,
+            self.mode,
+            obs,
+            self.candidates_k,
+            self.benchmark_name,
+            self.currency,
+        )
         tools = research_tools(ctx, masker) if self.mode == "open_research" else []
+        buyable = None if pool is None else frozenset(ctx.view.symbols[pool].tolist())
         result = await run_tool_loop(
             self.model,
             system=system,
             user=user,
             tools=tools,
-            submit=submit_tool(ctx, masker),
+            submit=submit_tool(ctx, masker, buyable),
             config=self.loop,
         )
         return decision_from_loop(result)
@@ -105,6 +119,8 @@ def decision_from_loop(result: LoopResult) -> Decision:
         tool_calls=len(research),
         tool_calls_valid=sum(c.valid for c in research),
         retries=result.retries,
+        fallback=result.fallback,
+        research_cap_hit=result.research_cap_hit,
         tokens_in=result.usage.input_tokens,
         tokens_out=result.usage.output_tokens,
         sent_ids=tuple(o.stock_id for o in submission.sent.orders) if submission else (),

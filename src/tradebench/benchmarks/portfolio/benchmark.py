@@ -16,6 +16,7 @@ from tradebench.benchmarks.portfolio.agent import PortfolioLLMAgent
 from tradebench.benchmarks.portfolio.options import MODES, PortfolioOptions
 from tradebench.benchmarks.portfolio.prompt_files import load_prompts
 from tradebench.data.dataset import Dataset
+from tradebench.data.indexes import index_name
 from tradebench.errors import ConfigError
 from tradebench.llm.types import Usage
 from tradebench.market.rules import MarketRules
@@ -150,13 +151,15 @@ class PortfolioBenchmark:
             loop=LoopConfig(
                 max_tool_calls=opts.max_tool_calls,
                 max_submit_retries=opts.max_submit_retries,
-                offer_submit_in_research=ref.mode == "open_research",
+                offer_submit_in_research=False,  # submission is its own phase
                 sample_index=ref.seed,  # each seed is its own sample of the model
             ),
             price_mode=opts.price_mode,
             candidates_k=opts.candidates_k,
             prompts=prompts,
             name=ref.agent,
+            currency=ctx.dataset.manifest.currency,
+            benchmark_name=index_name(ctx.dataset.manifest.index_symbol),
         )
         result = await run_backtest(
             ctx.dataset, agent, start, end, rules, lambda i, n: ctx.on_step(), ctx.journal()

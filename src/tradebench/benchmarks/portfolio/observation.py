@@ -8,14 +8,11 @@ import numpy as np
 
 from tradebench.benchmarks.portfolio.context import StepContext
 from tradebench.benchmarks.portfolio.prompt_files import PromptSet
-from tradebench.features.technical import FEATURES
+from tradebench.benchmarks.portfolio.rules_text import constraints_line
+from tradebench.features.technical import FEATURES, TRADING_DAYS
 from tradebench.market.orders import OrderRecord
 from tradebench.masking import Masker
 
-CONSTRAINTS = (
-    "long-only; T+1; buy in lots of 100; universe stocks only (sell what you hold); "
-    "every SELL before every BUY; keep 1-3% cash; at most {max_orders} orders"
-)
 FACTORS = (
     ("ret_20d", False),
     ("ret_5d", True),
@@ -53,8 +50,17 @@ def _pct(x: float) -> str:
     return f"{x * 100:+.2f}%" if np.isfinite(x) else "n/a"
 
 
+def observation_window(ctx: StepContext, masker: Masker) -> tuple[str, str, int]:
+    """(first day, last day, trading days) of the data the candidate table is computed from:
+    the longest feature lookback, ending at the previous close."""
+    calendar = ctx.view.calendar
+    days = min(TRADING_DAYS, len(calendar))
+    return masker.day_label(calendar[-days]), masker.day_label(calendar[-1]), days
+
+
 def feature_table(ctx: StepContext, masker: Masker, k: int) -> str:
-    """Markdown table of the candidate pool, rows sorted by the identifier shown."""
+    """Markdown table of the candidate pool, rows sorted by the identifier shown, headed by
+    the pool's size, how it was drawn and the observation window."""
     cols = candidate_pool(ctx, k)
     close = ctx.view.last("close")
     rows = []
@@ -81,19 +87,34 @@ def feature_table(ctx: StepContext, masker: Masker, k: int) -> str:
         "| dist_52w_high | rsi_14 |\n|" + "---|" * 10
     )
     body = "\n".join("| " + " | ".join(r) + " |" for r in rows)
-    return f"\nCandidates ({len(rows)}, data to the previous close):\n{head}\n{body}\n"
+    first, last, days = observation_window(ctx, masker)
+    intro = (
+        f"Candidate pool: {len(rows)} stocks (the top {k} of the tradable universe by each of "
+        f"{len(FACTORS)} factors, plus your holdings); every value is computed from the "
+        f"observation window {first} .. {last} ({days} trading days, ending at the previous "
+        "close). You may buy only these stocks."
+    )
+    return f"\n{intro}\n{head}\n{body}\n"
 
 
-def _account_text(ctx: StepContext, masker: Masker) -> str:
+def account_text(ctx: StepContext, masker: Masker, currency: str, prices: bool) -> str:
+    """Cash (also as a share of NAV), NAV and each holding; the holding's close only when
+    the mode shows prices (memory-only shows none)."""
     a = ctx.account
-    lines = [f"cash CNY {a.cash:,.2f}; NAV CNY {a.nav:,.2f}; {len(a.positions)} holdings"]
+    share = a.cash / a.nav * 100 if a.nav > 0 else 0.0
+    lines = [
+        f"cash {currency} {a.cash:,.2f} ({share:.2f}% of NAV); NAV {currency} {a.nav:,.2f}; "
+        f"{len(a.positions)} holdings"
+    ]
     for p in sorted(a.positions, key=lambda p: masker.symbol_label(p.symbol)):
-        price = ctx.price(ctx.view.column(p.symbol), p.close)
-        shown = "n/a" if price is None else f"{price:.2f}"
-        lines.append(
+        line = (
             f"- {masker.symbol_label(p.symbol)}: {p.shares:,} shares "
-            f"(sellable {p.available:,}), weight {p.weight * 100:.2f}%, close {shown}"
+            f"(sellable {p.available:,}), weight {p.weight * 100:.2f}%"
         )
+        if prices:
+            price = ctx.price(ctx.view.column(p.symbol), p.close)
+            line += f", close {'n/a' if price is None else f'{price:.2f}'}"
+        lines.append(line)
     return "\n".join(lines)
 
 
@@ -123,7 +144,8 @@ def user_message(
     mode: str,
     step: StepInfo,
     candidates_k: int = 10,
-    max_orders: int = 20,
+    benchmark: str = "the benchmark index",
+    currency: str = "CNY",
 ) -> str:
     """Fill the shared user template for `mode`; the result passes through the mask."""
     ids = sorted(masker.symbol_label(s) for s in ctx.universe_set)
@@ -134,13 +156,14 @@ def user_message(
     text = prompts.user.format(
         step_label=f"Step {step.index} of {step.total}. Decision day "
         f"{masker.day_label(ctx.view.as_of)}, before the open.",
-        constraints=CONSTRAINTS.format(max_orders=max_orders),
-        account=_account_text(ctx, masker),
+        constraints=constraints_line(ctx.rules, fixed_pool=mode == "fixed_candidate"),
+        account=account_text(ctx, masker, currency, prices=mode != "memory_only"),
         universe_size=len(ids),
         universe_listing=listing,
         feature_table=feature_table(ctx, masker, candidates_k) if mode == "fixed_candidate" else "",
         previous_outcome=_outcome_text(step.previous, masker),
         cum_return=_pct(step.cum_return),
         bench_return=_pct(step.bench_return),
+        benchmark=benchmark,
     )
     return masker.mask_text(text)

@@ -16,10 +16,15 @@ class PortfolioOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    max_tool_calls: int = Field(default=20, ge=0, description="research calls per step")
+    max_tool_calls: int = Field(
+        default=64,
+        ge=0,
+        description="safety cap on research calls per step (the model calls as many as it "
+        "deems necessary; a step that reaches the cap records it)",
+    )
     max_submit_retries: int = Field(default=3, ge=0)
     candidates_k: int = Field(default=10, ge=1, description="top-k per factor in the table")
     price_mode: Literal["raw", "rebased"] = "raw"
     initial_cash: float = Field(default=1_000_000.0, gt=0)
-    prompt_version: str = "v1"
+    prompt_version: str = "v2"
     max_steps: int | None = Field(default=None, ge=1, description="cap on steps per episode")

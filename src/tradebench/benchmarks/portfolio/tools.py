@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -37,7 +38,8 @@ class SubmitOrder(BaseModel):
 class SubmitAction(BaseModel):
     """The day's decision as the model writes it."""
 
-    orders: list[SubmitOrder] = Field(default_factory=list, max_length=20)
+    orders: list[SubmitOrder] = Field(default_factory=list)
+    """No cap on the number of orders (the protocol sets none)."""
     overall_reason: str = Field(min_length=20, max_length=600)
 
 
@@ -138,7 +140,7 @@ RESEARCH_SPECS = {
             "risk_check",
             "Dry-run proposed orders through the trading rules on the state "
             "at the previous close: predicted rejections and costs.",
-            {"orders": {"type": "array", "items": ORDER_ITEM, "maxItems": 20}},
+            {"orders": {"type": "array", "items": ORDER_ITEM}},
             ["orders"],
         ),
     )
@@ -164,8 +166,26 @@ def research_tools(ctx: StepContext, masker: Masker) -> list[Tool]:
     return [Tool(spec=RESEARCH_SPECS[n], fn=_masked(masker, fn)) for n, fn in runners.items()]
 
 
-def submit_tool(ctx: StepContext, masker: Masker) -> SubmitTool:
-    """`submit_action`: schema, then the benchmark's constraints with masked feedback."""
+class SubmitCode(StrEnum):
+    """Why the benchmark's checks refused an order of a schema-valid submission."""
+
+    UNKNOWN_ID = "UNKNOWN_ID"
+    SIZE = "SIZE"
+    NOT_IN_UNIVERSE = "NOT_IN_UNIVERSE"
+    NOT_IN_POOL = "NOT_IN_POOL"
+    NOT_HELD = "NOT_HELD"
+    SELL_AFTER_BUY = "SELL_AFTER_BUY"
+
+
+def _problem(i: int, code: SubmitCode, text: str) -> str:
+    return f"orders/{i}: [{code}] {text}"
+
+
+def submit_tool(
+    ctx: StepContext, masker: Masker, buyable: frozenset[str] | None = None
+) -> SubmitTool:
+    """`submit_action`: schema, then the benchmark's constraints with coded, masked
+    feedback. `buyable` restricts BUY orders to a candidate pool (fixed-candidate mode)."""
 
     def check(sent: SubmitAction) -> Submission:
         problems, orders, seen_buy = [], [], False
@@ -174,16 +194,22 @@ def submit_tool(ctx: StepContext, masker: Masker) -> SubmitTool:
             try:
                 symbol = masker.unmask_symbol(o.stock_id)
             except ToolError as exc:
-                problems.append(f"orders/{i}: {exc}")
+                problems.append(_problem(i, SubmitCode.UNKNOWN_ID, str(exc)))
                 continue
             if (o.target_weight is None) == (o.shares is None):
-                problems.append(f"orders/{i}: give exactly one of target_weight or shares")
+                text = "give exactly one of target_weight or shares"
+                problems.append(_problem(i, SubmitCode.SIZE, text))
             if o.side == "BUY" and symbol not in ctx.universe_set:
-                problems.append(f"orders/{i}: {o.stock_id} is not in the tradable universe")
+                text = f"{o.stock_id} is not in the tradable universe"
+                problems.append(_problem(i, SubmitCode.NOT_IN_UNIVERSE, text))
+            elif o.side == "BUY" and buyable is not None and symbol not in buyable:
+                text = f"{o.stock_id} is not in today's candidate pool; buy only listed stocks"
+                problems.append(_problem(i, SubmitCode.NOT_IN_POOL, text))
             if o.side == "SELL" and symbol not in held:
-                problems.append(f"orders/{i}: you hold no {o.stock_id} to sell")
+                problems.append(_problem(i, SubmitCode.NOT_HELD, f"you hold no {o.stock_id}"))
             if o.side == "SELL" and seen_buy:
-                problems.append(f"orders/{i}: put every SELL before every BUY")
+                text = "put every SELL before every BUY"
+                problems.append(_problem(i, SubmitCode.SELL_AFTER_BUY, text))
             seen_buy = seen_buy or o.side == "BUY"
             if not problems:
                 size = (
