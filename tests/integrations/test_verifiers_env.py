@@ -38,7 +38,7 @@ def test_one_task_evaluates_against_the_loopback_server(
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(out.read_text())
     assert result["version"].startswith("0.3.") and result["error"] is None
-    assert result["rows"] == 9  # 3 default symbols x 3 personas
+    assert result["rows"] == 12  # 4 default FinMem cells x 3 personas
     names, weights = result["rubric"]["names"], result["rubric"]["weights"]
     mine = dict(zip(names, weights, strict=True))
     assert mine["composite"] == 1.0

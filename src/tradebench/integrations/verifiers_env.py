@@ -27,7 +27,7 @@ from tradebench.benchmarks.single_stock.config import (
     PriceMode,
     SingleStockOptions,
     Task,
-    expand_tasks,
+    resolve_tasks,
 )
 from tradebench.benchmarks.single_stock.decision import UnreadableReply, parse_reply_text
 from tradebench.benchmarks.single_stock.episode import SingleStockEpisode, build_episode
@@ -223,6 +223,7 @@ def load_environment(
     personas: list[Persona] | None = None,
     start: str | date = DEFAULT_WINDOW[0],
     end: str | date = DEFAULT_WINDOW[1],
+    cells: list[str] | None = None,
     episode_length: int | None = 50,
     nudges: int = 1,
     mask: MaskLevel = "bright",
@@ -235,8 +236,10 @@ def load_environment(
 
     Args:
         dataset: A tradebench dataset folder holding the symbols as bars.
-        symbols, personas: Cells' symbols and personas (defaults: TSLA/SPY/NVDA, all three).
-        start, end: The window (both ends inclusive).
+        symbols, personas: Symbols traded over [start, end] and the personas (default: the
+            four FinMem cells, all three personas: 12 tasks).
+        start, end: The symbols' window (both ends inclusive).
+        cells: Named cells (`tsla_main`, ...) instead of or beside `symbols`.
         episode_length: Decisions per rollout (None = the whole window).
         nudges: Format nudges per decision after an unreadable reply.
         mask, seed: Masking level and the seed of its aliases.
@@ -251,7 +254,8 @@ def load_environment(
 
     defaults = SingleStockOptions()
     options = SingleStockOptions(
-        symbols=symbols or defaults.symbols,
+        cells=cells,
+        symbols=symbols or [],
         personas=personas or defaults.personas,
         episode_length=episode_length,
         nudges=nudges,
@@ -260,7 +264,7 @@ def load_environment(
     )
     settings = EnvSettings(load_dataset(dataset), options, load_prompts(prompt_version), mask, seed)
     window = (date.fromisoformat(str(start)), date.fromisoformat(str(end)))
-    tasks = expand_tasks(options.symbols, [window], options.personas)
+    tasks = resolve_tasks(options, [window])
     steps = settings.episode(tasks[0]).total if tasks else 1
     rubric = vf.Rubric(
         funcs=[composite, *(_component(n) for n in COMPONENTS)],

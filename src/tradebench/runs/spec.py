@@ -111,7 +111,9 @@ class RunSpec(BaseModel):
     schema_version: int = SPEC_VERSION
     benchmark: str = Field(default="portfolio", description="registered benchmark name")
     dataset: str = Field(description="dataset folder, or `synthetic:cn` / `synthetic:cn:SEED`")
-    windows: list[Window] = Field(min_length=1)
+    windows: list[Window] = Field(
+        default_factory=list, description="decision windows (a benchmark may bring its own)"
+    )
     modes: list[str] = Field(
         default_factory=list, description="the benchmark's information modes (empty: all)"
     )

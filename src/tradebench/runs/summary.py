@@ -199,14 +199,16 @@ def summary_row(episode_dir: Path, metrics: RowBuilder = default_metrics) -> dic
 
 
 def normalise_summary(frame: pd.DataFrame) -> pd.DataFrame:
-    """Give a summary table every column with stable types; missing columns become null.
+    """Give a summary table every column with stable types; missing columns become null and
+    a benchmark's own columns follow the common ones.
 
     Raises:
         DataError: the table has no `episode_id` column.
     """
     if "episode_id" not in frame.columns:
         raise DataError("summary.parquet lacks `episode_id`; rebuild it with summarise_episodes")
-    out = frame.reindex(columns=list(SUMMARY_COLUMNS)).copy()
+    extra = [c for c in frame.columns if c not in SUMMARY_COLUMNS]  # a benchmark's own
+    out = frame.reindex(columns=[*SUMMARY_COLUMNS, *extra]).copy()
     for col in ("agent", "kind", "mode", "mask", "status", "episode_id"):
         out[col] = out[col].astype(object).where(out[col].notna(), None)
     out["mode"] = out["mode"].fillna(NOT_APPLICABLE).astype(str)
@@ -233,7 +235,8 @@ def summarise_episodes(run_dir: Path, metrics: RowBuilder = default_metrics) -> 
         ConfigError: `run_dir` does not exist.
     """
     rows = [summary_row(d, metrics) for d in episode_dirs(run_dir)]
-    return normalise_summary(pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS)))
+    frame = pd.DataFrame(rows) if rows else pd.DataFrame(columns=list(SUMMARY_COLUMNS))
+    return normalise_summary(frame)
 
 
 def write_summary(run_dir: Path, metrics: RowBuilder = default_metrics) -> Path:

@@ -21,12 +21,13 @@ from tradebench.data.importers.long import LongImport, import_long
 from tradebench.llm.loopback import RecordedRequest, Reply
 from tradebench.masking import build_masker
 
-US_SYMBOLS = ("TSLA", "SPY", "NVDA", "AAPL")
+US_SYMBOLS = ("TSLA", "SPY", "NVDA", "AAPL", "NFLX", "AMZN", "MSFT")
 
 
 @pytest.fixture(scope="session")
 def ss_dataset_dir(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """TSLA, SPY, NVDA and AAPL 2020-2024 as bars (SPY is a tradable cell here, no index)."""
+    """FinMem's default cells' stocks (TSLA, NFLX, AMZN, MSFT) plus SPY, NVDA and AAPL,
+    2020-2024, as bars (SPY is a tradable cell here, no index)."""
     out = tmp_path_factory.mktemp("ss") / "us"
     import_long(
         LongImport(

@@ -29,7 +29,7 @@ def _same(a: SingleStockScores, b: SingleStockScores) -> bool:
 
 @pytest.fixture(scope="module")
 def default_run(ss_dataset_dir: Path, tmp_path_factory: pytest.TempPathFactory):
-    """The 3 x 3 default tasks (50 decisions each, blinded) for the model and a baseline."""
+    """The 4 x 3 default tasks (50 decisions each, blinded) for the model and a baseline."""
     root = tmp_path_factory.mktemp("ssrun")
     with LoopbackServer(responder=trader) as server:
         spec = root / "spec.yaml"
@@ -43,27 +43,43 @@ def default_run(ss_dataset_dir: Path, tmp_path_factory: pytest.TempPathFactory):
 def test_default_tasks_run_end_to_end(default_run) -> None:
     run_dir, requests = default_run
     summary = pd.read_parquet(run_dir / "summary.parquet")
-    assert len(summary) == 18 and (summary["status"] == "done").all()
+    assert len(summary) == 24 and (summary["status"] == "done").all()
     assert (summary["n_steps"] == 50).all()
     llm = summary[summary["kind"] == "llm"]
     assert sorted(set(llm["mode"])) == ["adaptive", "risk_averse", "risk_seeking"]
-    assert len(requests) == 9 * 50  # one forced call per decision, no nudges needed
+    assert sorted(set(llm["cell"])) == ["amzn_main", "msft_main", "nflx_main", "tsla_main"]
+    assert len(requests) == 12 * 50  # one forced call per decision, no nudges needed
     assert llm["tokens_in"].gt(0).all()
     spec = yaml.safe_load((run_dir / "spec.yaml").read_text())
-    assert spec["options"]["symbols"] == ["TSLA", "SPY", "NVDA"]
+    assert spec["options"]["cells"] is None and spec["options"]["symbols"] == []
     assert spec["options"]["episode_length"] == 50
+
+
+def test_summary_ranks_tasks_without_opening_folders(default_run) -> None:
+    run_dir, _ = default_run
+    summary = pd.read_parquet(run_dir / "summary.parquet").set_index("episode_id")
+    for eid, row in summary.iterrows():
+        scores = json.loads((run_dir / "episodes" / eid / "metrics.json").read_text())["scores"]
+        assert row["composite"] == scores["composite"]
+        assert row["discipline"] == scores["components"]["discipline"]
+        assert row["buy_and_hold_return"] == scores["buy_and_hold"]["cum_return"]
+        assert row["volatility"] == scores["strategy"]["volatility"]
+        assert row["symbol"] == row["cell"].split("_")[0].upper()
+    assert summary["composite"].between(0, 1).all()
 
 
 def test_episode_folders_hold_every_raw_quantity(default_run) -> None:
     run_dir, _ = default_run
-    folder = run_dir / "episodes" / "scripted_adaptive_blinded_TSLA_20210104-20230630_s0"
+    folder = run_dir / "episodes" / "scripted_adaptive_blinded_tsla_main_s0"
     meta = json.loads((folder / "episode.json").read_text())
     assert meta["status"] == "done" and meta["symbol"] == "TSLA" and meta["mode"] == "adaptive"
-    assert len(meta["prompt_sha256"]) == 64
-    assert meta["decision_days"] == {"first": "2021-01-04", "last": "2021-03-16"}
+    assert meta["cell"] == "tsla_main" and len(meta["prompt_sha256"]) == 64
+    # FinMem's test period starts 2022-10-06; 50 decisions end on its 50th trading day
+    assert meta["decision_days"] == {"first": "2022-10-06", "last": "2022-12-15"}
+    assert meta["window"] == {"start": "2022-10-06", "end": "2023-04-10"}
     series = pd.read_parquet(folder / "steps.parquet")
     assert len(series) == 50 and series["valid"].all()
-    assert series["date"].iloc[0] == pd.Timestamp("2021-01-04")
+    assert series["date"].iloc[0] == pd.Timestamp("2022-10-06")
     trace = [json.loads(x) for x in (folder / "trace.jsonl").read_text().splitlines()]
     assert [t["step"] for t in trace] == list(range(50))
     metrics = json.loads((folder / "metrics.json").read_text())
@@ -74,7 +90,7 @@ def test_episode_folders_hold_every_raw_quantity(default_run) -> None:
 def test_rescoring_from_stored_series_equals_the_live_scores(default_run) -> None:
     run_dir, _ = default_run
     folders = sorted((run_dir / "episodes").iterdir())
-    assert len(folders) == 18
+    assert len(folders) == 24
     for folder in folders:
         live = json.loads((folder / "metrics.json").read_text())["scores"]
         assert _same(rescore_folder(folder), SingleStockScores.model_validate(live))
@@ -82,7 +98,7 @@ def test_rescoring_from_stored_series_equals_the_live_scores(default_run) -> Non
 
 def test_baselines_share_the_interface(default_run) -> None:
     run_dir, _ = default_run
-    folder = run_dir / "episodes" / "mom_risk_seeking_SPY_20210104-20230630_s0"
+    folder = run_dir / "episodes" / "mom_risk_seeking_nflx_main_s0"
     meta = json.loads((folder / "episode.json").read_text())
     assert meta["kind"] == "baseline" and meta["baseline"] == {"name": "momentum", "args": {}}
     series = pd.read_parquet(folder / "steps.parquet")

@@ -10,7 +10,12 @@ import pytest
 
 from tests.benchmarks.single_stock.conftest import spec_dict
 from tradebench.benchmarks import get_benchmark, run_spec
-from tradebench.benchmarks.single_stock.config import SingleStockOptions
+from tradebench.benchmarks.single_stock.config import (
+    DEFAULT_CELLS,
+    FINMEM_TEST,
+    SingleStockOptions,
+    resolve_tasks,
+)
 from tradebench.benchmarks.single_stock.report import SINGLE_STOCK_SECTIONS
 from tradebench.errors import ConfigError
 from tradebench.report.load import load_run
@@ -27,8 +32,17 @@ def test_single_stock_block_defaults_and_validation() -> None:
     spec = RunSpec.model_validate({**PORTFOLIO, "benchmark": "single_stock"})
     options = spec.options_as(get_benchmark("single_stock").options_model)
     assert options == SingleStockOptions()
-    assert options.symbols == ["TSLA", "SPY", "NVDA"]
+    assert [c.name for c in options.named_cells()] == list(DEFAULT_CELLS)
+    assert {c.symbol for c in options.named_cells()} == {"TSLA", "NFLX", "AMZN", "MSFT"}
     assert options.episode_length == 50 and options.nudges == 1
+    tasks = resolve_tasks(options, [])
+    assert len(tasks) == 12 and {t.start for t in tasks} == {FINMEM_TEST[0]}
+    assert {t.end for t in tasks} == {FINMEM_TEST[1]}
+    symbols = SingleStockOptions(symbols=["SPY"])  # symbols alone replace the default cells
+    assert resolve_tasks(symbols, [FINMEM_TEST])[0].cell == "SPY_20221006-20230410"
+    assert len(resolve_tasks(symbols, [FINMEM_TEST])) == 3
+    with pytest.raises(ValueError, match="unknown cells"):
+        SingleStockOptions(cells=["gme_main"])
     legacy = RunSpec.model_validate(
         {**PORTFOLIO, "benchmark": "single_stock", "single_stock": {"episode_length": 7}}
     )
@@ -77,4 +91,4 @@ def test_examples_are_valid_specs() -> None:
     for path in specs:
         spec = RunSpec.load(path)
         assert spec.benchmark == "single_stock"
-        assert spec.options_as(SingleStockOptions).symbols
+        assert len(resolve_tasks(spec.options_as(SingleStockOptions), [])) == 12

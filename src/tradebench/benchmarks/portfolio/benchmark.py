@@ -96,6 +96,8 @@ class PortfolioBenchmark:
         self, spec: RunSpec, options: PortfolioOptions, dataset: Dataset
     ) -> list[EpisodeRef]:
         """The grid over the spec's modes (all three unless it names some)."""
+        if not spec.windows:
+            raise ConfigError("the portfolio benchmark needs at least one entry in `windows`")
         modes = list(spec.modes) or list(MODES)
         unknown = sorted(set(modes) - set(MODES))
         if unknown:

@@ -14,14 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from tradebench.benchmarks.single_stock.agents import BASELINES, SingleStockAgent, StepDecision
-from tradebench.benchmarks.single_stock.config import SingleStockOptions, Task, expand_tasks
+from tradebench.benchmarks.single_stock.config import SingleStockOptions, Task, resolve_tasks
 from tradebench.benchmarks.single_stock.episode import build_episode, plan_episode
 from tradebench.benchmarks.single_stock.llm_agent import SingleStockLLMAgent
 from tradebench.benchmarks.single_stock.prompt_files import load_prompts
 from tradebench.benchmarks.single_stock.report import SINGLE_STOCK_SECTIONS
 from tradebench.benchmarks.single_stock.scoring import score_episode
-from tradebench.benchmarks.single_stock.store import write_episode
+from tradebench.benchmarks.single_stock.store import single_stock_columns, write_episode
 from tradebench.data.dataset import Dataset
+from tradebench.errors import ConfigError
 from tradebench.runs.protocol import EpisodeContext, EpisodeRef
 from tradebench.runs.records import NOT_APPLICABLE, EpisodeRecord
 from tradebench.runs.spec import AgentEntry, RunSpec, Window
@@ -43,14 +44,23 @@ def task_of(ref: EpisodeRef) -> Task:
         start=ref.window.start,
         end=ref.window.end,
         persona=ref.task["persona"],
+        name=ref.task.get("cell"),
     )
 
 
 def expand(spec: RunSpec, options: SingleStockOptions) -> list[EpisodeRef]:
-    """Every episode in a stable order: tasks x agents x seeds (x masks for models)."""
+    """Every episode in a stable order: tasks x agents x seeds (x masks for models).
+
+    Raises:
+        ConfigError: No task to run.
+    """
     windows = [(w.start, w.end) for w in spec.windows]
+    try:
+        tasks = resolve_tasks(options, windows)
+    except ValueError as exc:
+        raise ConfigError(f"single_stock: {exc}") from None
     out: list[EpisodeRef] = []
-    for task in expand_tasks(options.symbols, windows, options.personas):
+    for task in tasks:
         for a in spec.agents:
             for seed in spec.seeds:
                 masks = spec.masks if a.is_llm else [NOT_APPLICABLE]
@@ -65,7 +75,11 @@ def expand(spec: RunSpec, options: SingleStockOptions) -> list[EpisodeRef]:
                             mask=mask,
                             seed=seed,
                             window=Window(start=task.start, end=task.end),
-                            task={"symbol": task.symbol, "persona": task.persona},
+                            task={
+                                "symbol": task.symbol,
+                                "persona": task.persona,
+                                "cell": task.name,
+                            },
                         )
                     )
     return out
@@ -99,8 +113,11 @@ class SingleStockBenchmark:
         return episodes
 
     def summary_row(self, record: EpisodeRecord, folder: Path) -> dict[str, Any]:
-        """The flat panel fields its `metrics.json` carries (return, Sharpe, drawdown)."""
-        return default_metrics(record, folder)
+        """The flat panel fields (return, Sharpe, drawdown, buy-and-hold as the benchmark)
+        plus the task and every score: the composite, its components, the raw metrics of
+        the strategy and of buy-and-hold, and the guard counts, so tasks rank from the
+        summary alone."""
+        return default_metrics(record, folder) | single_stock_columns(record, folder)
 
     async def run_episode(self, ref: EpisodeRef, ctx: EpisodeContext) -> EpisodeRecord:
         """Run (or resume) one episode to the end and write its files."""
@@ -146,6 +163,7 @@ class SingleStockBenchmark:
             "done",
             symbol=task.symbol,
             persona=task.persona,
+            cell=task.cell,
             initial_cash=INITIAL_WEALTH,
             n_steps=episode.total,
             episode_length=episode.total,

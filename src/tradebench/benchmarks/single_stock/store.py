@@ -10,14 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from tradebench.benchmarks.single_stock.scoring import SingleStockScores
 from tradebench.benchmarks.single_stock.series import guard_totals, rescore_series
 from tradebench.errors import DataError
 from tradebench.metrics import TRADING_DAYS_PER_YEAR
-from tradebench.runs.records import METRICS_FILE, STEPS_FILE
-from tradebench.runs.store import write_json
+from tradebench.runs.records import METRICS_FILE, STEPS_FILE, EpisodeRecord
+from tradebench.runs.store import read_json, write_json
 
 SERIES_FILE = STEPS_FILE
 """The per-step series is the episode's step table."""
@@ -40,6 +41,67 @@ def metrics_payload(scores: SingleStockScores, series: pd.DataFrame) -> dict[str
             "max_drawdown": bh.max_drawdown,
         },
     }
+
+
+SCORE_COLUMNS = (
+    "composite",
+    "cum_return_component",
+    "sharpe_component",
+    "stability",
+    "discipline",
+    "cum_return",
+    "log_return",
+    "volatility",
+    "buy_and_hold_return",
+    "buy_and_hold_sharpe",
+    "buy_and_hold_volatility",
+    "buy_and_hold_max_drawdown",
+    "valid_steps",
+    "invalid_steps",
+    "nudges",
+    "parse_failures",
+    "empty_replies",
+)
+"""The single-stock columns `summary.parquet` carries beside the common ones."""
+
+
+def single_stock_columns(record: EpisodeRecord, folder: Path) -> dict[str, Any]:
+    """The task (cell, symbol, persona) and every score of a finished episode as flat
+    summary columns; scores are null while it runs."""
+    extras = record.extras
+    out: dict[str, Any] = {
+        "cell": extras.get("cell"),
+        "symbol": extras.get("symbol"),
+        "persona": extras.get("persona"),
+        **dict.fromkeys(SCORE_COLUMNS, np.nan),
+    }
+    metrics = read_json(Path(folder) / METRICS_FILE)
+    if "scores" not in metrics:
+        return out
+    scores = SingleStockScores.model_validate(metrics["scores"])
+    guards = metrics.get("guards") or {}
+    s, bh, c = scores.strategy, scores.buy_and_hold, scores.components
+    values = {
+        "composite": scores.composite,
+        "cum_return_component": c.cum_return,
+        "sharpe_component": c.sharpe,
+        "stability": c.stability,
+        "discipline": c.discipline,
+        "cum_return": s.cum_return,
+        "log_return": s.log_return,
+        "volatility": s.volatility,
+        "buy_and_hold_return": bh.cum_return,
+        "buy_and_hold_sharpe": bh.sharpe,
+        "buy_and_hold_volatility": bh.volatility,
+        "buy_and_hold_max_drawdown": bh.max_drawdown,
+        "valid_steps": guards.get("valid"),
+        "invalid_steps": guards.get("invalid"),
+        "nudges": guards.get("nudges"),
+        "parse_failures": guards.get("parse_failures"),
+        "empty_replies": guards.get("empty_replies"),
+    }
+    out |= {k: np.nan if v is None else float(v) for k, v in values.items()}
+    return out
 
 
 def write_episode(folder: Path, series: pd.DataFrame, scores: SingleStockScores) -> None:
