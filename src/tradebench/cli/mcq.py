@@ -88,6 +88,17 @@ def build_cmd(
         bool, typer.Option("--curated", help="Balanced set: 10 easy, 10 medium, 10 hard.")
     ] = False,
     strategy: Annotated[str | None, typer.Option(help="Only this strategy.")] = None,
+    defaults: Annotated[
+        str,
+        typer.Option(help="Strategy parameters: 'grid' (drawn by the seed) or 'paper' (fixed)."),
+    ] = "grid",
+    param: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--param",
+            help="Set a strategy parameter, NAME=VALUE or STRATEGY.NAME=VALUE; repeatable.",
+        ),
+    ] = None,
     initial_cash: Annotated[float, typer.Option(help="Starting cash.")] = 50_000.0,
     commission_rate: Annotated[float, typer.Option(help="Commission, fraction of value.")] = 0.001,
     stake: Annotated[
@@ -101,14 +112,19 @@ def build_cmd(
     Example: tradebench mcq build --dataset data/us --symbol AAPL --all-templates --seed 42
     -o mcq.jsonl
     """
-    from tradebench.benchmarks.mcq.build.builder import BuildSpec, total_attempts
+    from tradebench.benchmarks.mcq.build.builder import BuildSpec, strategy_config, total_attempts
     from tradebench.benchmarks.mcq.build.files import build_file
-    from tradebench.benchmarks.mcq.config import STRATEGY_NAMES, Sizing
+    from tradebench.benchmarks.mcq.config import ALL_STRATEGIES, STRATEGY_NAMES, Sizing
+    from tradebench.benchmarks.mcq.params import parse_overrides
 
-    if strategy is not None and strategy not in STRATEGY_NAMES:
-        raise ConfigError(f"unknown strategy {strategy!r}; choose from {list(STRATEGY_NAMES)}")
+    if strategy is not None and strategy not in ALL_STRATEGIES:
+        raise ConfigError(f"unknown strategy {strategy!r}; choose from {list(ALL_STRATEGIES)}")
     if difficulty not in get_args(BuildSpec.model_fields["difficulty"].annotation):
         raise ConfigError("--difficulty must be easy, medium, hard or all")
+    if defaults not in ("grid", "paper"):
+        raise ConfigError("--defaults must be grid or paper")
+    strategies = (strategy,) if strategy else STRATEGY_NAMES
+    overrides = parse_overrides(param or [], strategies)
     sizing = Sizing(kind="stake", stake=stake) if stake else Sizing(percent=percent)
     spec = BuildSpec(
         data=_data_ref(dataset, bars, symbol, start, end),
@@ -118,9 +134,13 @@ def build_cmd(
         mode=_mode(all_templates, num_questions, curated),  # type: ignore[arg-type]
         num_questions=num_questions or 0,
         difficulty=difficulty,  # type: ignore[arg-type]
-        strategies=(strategy,) if strategy else STRATEGY_NAMES,  # type: ignore[arg-type]
+        strategies=strategies,  # type: ignore[arg-type]
+        defaults=defaults,  # type: ignore[arg-type]
+        params=overrides,  # type: ignore[arg-type]
         seed=seed,
     )
+    for name in spec.strategies:
+        strategy_config(spec, name)  # a bad parameter set fails here, before any backtest
     with _progress() as progress:
         task = progress.add_task("building", total=total_attempts(spec))
         result = build_file(spec, out, lambda: progress.advance(task))
@@ -137,10 +157,14 @@ def _render_build(result: BuildResult, out: Path) -> None:
         f"to {out}"
     )
     st = distractor_stats(result.records)
+    letters = ", ".join(f"{k} {n}" for k, n in st.letters.items())
+    console.print(f"answer letters (balanced): {letters}")
     if st.numeric:
+        ranks = ", ".join(f"{k} {n}" for k, n in st.value_ranks.items())
         console.print(
             f"nearest distractor (numeric, n={st.numeric}): p10 {st.nearest_p10:.1%}, median "
-            f"{st.nearest_median:.1%}, p90 {st.nearest_p90:.1%}; answer letters {st.letters}"
+            f"{st.nearest_median:.1%}, p90 {st.nearest_p90:.1%}; the answer's rank among the "
+            f"option values: {ranks}"
         )
     if result.skipped:
         table = Table("template", "strategy", "not asked because", title="not applicable")
@@ -210,7 +234,14 @@ def eval_cmd(
     reply_max_tokens: Annotated[
         int, typer.Option("--reply-max-tokens", min=1, help="Output cap per reply.")
     ] = 1024,
-    temperature: Annotated[float, typer.Option(help="Sampling temperature.")] = 0.0,
+    temperature: Annotated[
+        float | None,
+        typer.Option(help="Sampling temperature (default: 0 with one run, 0.7 with --runs > 1)."),
+    ] = None,
+    no_tools_prompt: Annotated[
+        str,
+        typer.Option(help="no_tools: 'letter' (one letter only) or 'reasoning' (think first)."),
+    ] = "letter",
     max_tool_calls: Annotated[
         int, typer.Option(min=0, help="with_tools: run_python calls per question.")
     ] = 8,
@@ -234,15 +265,20 @@ def eval_cmd(
     Example: tradebench mcq eval mcq.jsonl --model openai:gpt-4.1-mini --mode with_tools
     --runs 3 -o runs/mcq-eval
     """
-    from tradebench.benchmarks.mcq.eval.run import EvalSpec, run_eval
+    from tradebench.benchmarks.mcq.eval.run import EvalSpec, default_temperature, run_eval
 
     if mode not in ("no_tools", "with_tools"):
         raise ConfigError("--mode must be no_tools or with_tools")
+    if no_tools_prompt not in ("letter", "reasoning"):
+        raise ConfigError("--no-tools-prompt must be letter or reasoning")
     if cache_mode not in ("readwrite", "replay", "off"):
         raise ConfigError("--cache-mode must be readwrite, replay or off")
     spec = EvalSpec(
-        models=_model_configs(model, base_url, reply_max_tokens, temperature),
+        models=_model_configs(
+            model, base_url, reply_max_tokens, default_temperature(runs, temperature)
+        ),
         mode=mode,  # type: ignore[arg-type]
+        no_tools_prompt=no_tools_prompt,  # type: ignore[arg-type]
         runs=runs,
         concurrency=concurrency,
         max_tool_calls=max_tool_calls,
@@ -255,14 +291,23 @@ def eval_cmd(
 
 
 def _render_eval(outcome: EvalOutcome) -> None:
-    table = Table("model", "slice", "accuracy", "std", "Wilson 95%", "unparseable", "refused")
+    table = Table("model", "slice", "accuracy", "std", "Wilson 95%", "constant", "random")
     for s in outcome.summary.models:
         for name, acc in {"all": s.overall, **s.tiers}.items():
             std = "" if acc.std is None else f"{acc.std:.3f}"
             wilson = f"[{acc.wilson_low:.3f}, {acc.wilson_high:.3f}]"
-            extra = (str(s.unparseable), str(s.refused_tool_calls)) if name == "all" else ("", "")
-            table.add_row(s.model, name, f"{acc.mean:.3f}", std, wilson, *extra)
+            const = f"{acc.constant_letter_accuracy:.3f} {acc.constant_letter}"
+            random = f"{s.random_baseline:.2f}"
+            table.add_row(s.model, name, f"{acc.mean:.3f}", std, wilson, const, random)
     console.print(table)
+    for s in outcome.summary.models:
+        kept = s.overall_without_excluded.mean
+        console.print(
+            f"{s.model}: unparseable {s.unparseable}, excluded {s.excluded_attempts} (no-tools "
+            "tool calls, scored wrong above), accuracy without them "
+            + ("–" if kept is None else f"{kept:.3f}")
+        )
+    console.print(outcome.summary.sampling)
     console.print(f"wrote {outcome.results}, {outcome.summary_path}")
     if outcome.report is not None:
         console.print(f"wrote {outcome.report}")

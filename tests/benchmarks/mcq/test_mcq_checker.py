@@ -5,23 +5,77 @@ from __future__ import annotations
 import pandas as pd
 
 from tradebench.benchmarks.mcq.build.builder import BuildResult
+from tradebench.benchmarks.mcq.build.strategies import PARAM_GRIDS
 from tradebench.benchmarks.mcq.build.templates import TEMPLATES
 from tradebench.benchmarks.mcq.check import check_records
-from tradebench.benchmarks.mcq.config import DataRef
+from tradebench.benchmarks.mcq.config import DataRef, StrategySpec
 
 
 def _loader(bars: pd.DataFrame):
     return lambda ref: bars
 
 
+COMPARATIVE = ("sma_comparison", "signal_diff")
+CHANGED = ("max_shares", "golden_cross_count", *COMPARATIVE)
+
+
 def test_checker_agrees_on_full_base_pool(base_pool: BuildResult, aapl) -> None:
     report = check_records(base_pool.records)  # reloads the bars from the stored config
     assert report.ok, [v for v in report.failures]
     assert len(report.verdicts) == len(base_pool.records) >= 150
-    assert report.backtests == 5
+    alternatives = {r.alternative.key() for r in base_pool.records if r.alternative}
+    assert report.backtests == base_pool.backtests == 5 + len(alternatives)
     built = {r.template for r in base_pool.records}
     assert built == set(TEMPLATES)  # every template asked at least once
     assert len(TEMPLATES) == 33
+    for name in CHANGED:  # the four re-defined templates, all agreeing
+        asked = [v for v in report.verdicts if v.template == name]
+        assert len(asked) >= 3 and all(v.ok for v in asked), name
+
+
+def test_comparative_questions_run_a_second_backtest(base_pool: BuildResult) -> None:
+    for r in base_pool.records:
+        if r.template not in COMPARATIVE:
+            assert r.alternative is None
+            continue
+        alt = r.alternative
+        assert alt is not None and alt.strategy.name == r.config.strategy.name
+        assert alt.strategy.params != r.config.strategy.params
+        assert alt.model_copy(update={"strategy": r.config.strategy}) == r.config
+        for name, value in alt.strategy.params.items():  # the question states the set
+            assert f"{name} = {value:g}" in r.question
+
+
+def _comparative(pool: BuildResult, name: str):
+    return next(r for r in pool.records if r.template == name)
+
+
+def test_checker_re_runs_the_alternative_backtest(base_pool: BuildResult, aapl) -> None:
+    loader = _loader(aapl[1])
+    for name in COMPARATIVE:
+        record = _comparative(base_pool, name)
+        alt = record.alternative
+        assert alt is not None
+        cheaper = alt.model_copy(update={"commission_rate": 0.01})
+        cases = {
+            "more than the strategy parameters": record.model_copy(update={"alternative": cheaper}),
+            "without its alternative": record.model_copy(update={"alternative": None}),
+            "the question's own parameters": record.model_copy(
+                update={"alternative": alt.model_copy(update={"strategy": record.config.strategy})}
+            ),
+        }
+        for problem, bad in cases.items():
+            report = check_records([bad], loader=loader)
+            assert not report.ok and problem in report.failures[0].detail, name
+        # another legal parameter set changes the re-derived value: the key no longer matches
+        grid = PARAM_GRIDS[record.config.strategy.name]
+        taken = (record.config.strategy.params, alt.strategy.params)
+        params = next(p for p in grid if p not in taken)
+        other = alt.model_copy(
+            update={"strategy": StrategySpec(name=alt.strategy.name, params=params)}
+        )
+        report = check_records([record.model_copy(update={"alternative": other})], loader=loader)
+        assert not report.ok and "matching the re-derived value" in report.failures[0].detail
 
 
 def test_every_missing_pair_is_reported(base_pool: BuildResult) -> None:

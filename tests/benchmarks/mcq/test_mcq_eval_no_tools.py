@@ -18,9 +18,12 @@ import pytest
 from typer.testing import CliRunner
 
 from tradebench.benchmarks.mcq.build.builder import BuildResult
+from tradebench.benchmarks.mcq.eval.run import EvalSpec, run_eval
+from tradebench.benchmarks.mcq.prompt_files import load_prompt
 from tradebench.benchmarks.mcq.records import MCQRecord, write_jsonl
 from tradebench.cli.mcq import app
 from tradebench.llm.loopback import LoopbackServer, RecordedRequest, Reply
+from tradebench.llm.types import ModelConfig
 
 runner = CliRunner()
 
@@ -76,9 +79,9 @@ def _plans(records: list[MCQRecord]) -> list[list[Reply]]:
     ]
 
 
-def _invoke(path: Path, out: Path, url: str) -> str:
+def _invoke(path: Path, out: Path, url: str, *extra: str) -> str:
     args = ["eval", str(path), "--model", "openai:scripted", "--base-url", url]
-    args += ["--mode", "no_tools", "--runs", "2", "--concurrency", "3", "-o", str(out)]
+    args += ["--mode", "no_tools", "--runs", "2", "--concurrency", "3", "-o", str(out), *extra]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     return result.output
@@ -89,11 +92,19 @@ def test_no_tools_eval_scores_parses_and_aggregates(questions, tmp_path, caplog)
     out = tmp_path / "eval"
     caplog.set_level(logging.WARNING, logger="tradebench.mcq")
     with LoopbackServer(responder=scripted(records, _plans(records))) as server:
-        _invoke(path, out, server.openai_url)
+        printed = _invoke(path, out, server.openai_url)
         assert server.count() == 10
         for request in server.requests:  # no tools offered, ever
             assert "tools" not in request.body and "tool_choice" not in request.body
-            assert request.body["messages"][0]["role"] == "system"
+            system = request.body["messages"][0]
+            assert system["role"] == "system"
+            assert system["content"] == load_prompt("solver_no_tools")  # a single letter only
+            assert request.body["temperature"] == 0.7  # two runs, no --temperature: sampled
+        header = next(line for line in printed.splitlines() if "accuracy" in line)
+        assert "constant" in header and "random" in header
+        assert "excluded 1 (no-tools tool calls, scored wrong above)" in printed
+        assert "accuracy without them 0.550" in printed
+        assert "at temperature 0.7: runs are independent samples" in " ".join(printed.split())
 
         rows = pd.read_parquet(out / "results.parquet")
         assert list(rows["run"]) == [0] * 5 + [1] * 5
@@ -112,6 +123,18 @@ def test_no_tools_eval_scores_parses_and_aggregates(questions, tmp_path, caplog)
         (s,) = summary["models"]
         assert (s["model"], s["mode"], s["runs"]) == ("openai:scripted", "no_tools", 2)
         assert (s["unparseable"], s["refused_tool_calls"]) == (2, 1)
+        assert s["temperature"] == 0.7 and "temperature 0.7" in summary["sampling"]
+        # the tool call is wrong in `overall` and excluded here: run 0 2/4, run 1 3/5
+        assert s["excluded_attempts"] == 1
+        kept = s["overall_without_excluded"]
+        assert (kept["attempts"], kept["correct"]) == (9, 5)
+        assert kept["per_run"] == pytest.approx([0.5, 0.6])
+        keys = Counter(r.answer for r in records)
+        best = max("ABCD", key=lambda k: (keys[k], -ord(k)))
+        assert s["random_baseline"] == 0.25
+        assert s["overall"]["constant_letter"] == best
+        assert s["overall"]["constant_letter_accuracy"] == pytest.approx(keys[best] / 5)
+        assert s["tiers"]["hard"]["constant_letter_accuracy"] == 1.0  # one hard question
         overall = s["overall"]
         # run 0: 2/5 correct, run 1: 3/5; std = |0.4 - 0.6| / sqrt(2)
         assert overall["per_run"] == pytest.approx([0.4, 0.6])
@@ -135,6 +158,8 @@ def test_no_tools_eval_scores_parses_and_aggregates(questions, tmp_path, caplog)
         assert tiers["hard"]["std"] == pytest.approx(0.707107, abs=1e-6)
         report = (out / "report.html").read_text()
         assert "MCQ evaluation" in report and "0.500 ± 0.141" in report
+        assert "all w/o excluded" in report and "0.550 ± 0.071" in report
+        assert f"{keys[best] / 5:.3f} ({best})" in report and "<th>random</th>" in report
 
         before = (out / "results.parquet").read_bytes(), (out / "summary.json").read_text()
         _invoke(path, out, server.openai_url)  # the rerun is served by the cache
@@ -151,7 +176,10 @@ def test_two_models_single_run_and_the_report_verb(questions, tmp_path):
         result = runner.invoke(app, [*args, "-o", str(tmp_path)])
     assert result.exit_code == 0, result.output
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert summary["questions"] == 2 and summary["solver"] == {"name": "no_tools", "args": {}}
+    solver = {"name": "no_tools", "args": {"prompt": "letter"}}
+    assert summary["questions"] == 2 and summary["solver"] == solver
+    assert summary["sampling"] == "1 run per question at temperature 0."
+    assert {m["temperature"] for m in summary["models"]} == {0.0}
     assert [m["model"] for m in summary["models"]] == ["openai:m", "openai:n"]
     assert summary["models"][0]["overall"]["std"] is None  # one run: no spread to report
     assert not (tmp_path / "report.html").exists()
@@ -163,6 +191,31 @@ def test_two_models_single_run_and_the_report_verb(questions, tmp_path):
     assert made.exit_code == 0, made.output
     page = html.read_text()
     assert "openai:n" in page and "Accuracy per template" in page and "<script src" not in page
+
+
+def test_reasoning_variant_and_an_explicit_temperature(questions, tmp_path):
+    path, _ = questions
+    with LoopbackServer(responder=lambda req: Reply.say("Thinking.\nAnswer: B")) as server:
+        extra = ("--no-tools-prompt", "reasoning", "--temperature", "0")
+        printed = _invoke(path, tmp_path / "out", server.openai_url, *extra)
+    for request in server.requests:
+        assert request.body["messages"][0]["content"] == load_prompt("solver_no_tools_reasoning")
+        assert request.body["temperature"] == 0
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["solver"] == {"name": "no_tools", "args": {"prompt": "reasoning"}}
+    assert "not a sampling spread" in summary["sampling"] and "temperature 0" in printed
+    rows = pd.read_parquet(tmp_path / "out" / "results.parquet")
+    assert rows["parsed"].all() and set(rows["letter"]) == {"B"}
+
+
+def test_library_default_asks_for_a_single_letter(questions, tmp_path):
+    path, _ = questions
+    with LoopbackServer(responder=lambda req: Reply.say("C")) as server:
+        config = ModelConfig(provider="openai", model="m", base_url=server.openai_url)
+        outcome = run_eval(path, EvalSpec(models=(config,)), tmp_path, report=False, limit=1)
+    (request,) = server.requests
+    assert request.body["messages"][0]["content"] == load_prompt("solver_no_tools")
+    assert outcome.summary.solver == {"name": "no_tools", "args": {"prompt": "letter"}}
 
 
 def test_endpoint_failure_is_a_clean_error(questions, tmp_path):

@@ -17,6 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tradebench.benchmarks.mcq.config import DataRef
+from tradebench.benchmarks.mcq.prompt_files import load_prompt
 from tradebench.cli.mcq import app
 from tradebench.llm.loopback import LoopbackServer, RecordedRequest, Reply
 
@@ -103,6 +104,10 @@ def test_mining_end_to_end(aapl, keys, tmp_path):
     with LoopbackServer(responder=make_responder(GENERATED, keys)) as server:
         output = _mine(db, server.openai_url, ref, rounds=6)
     assert "accepted 1/6" in output
+    stage1 = [r for r in server.requests if r.body["model"] == "solver" and "tools" not in r.body]
+    assert stage1 and all(  # stage 1 asks for a single letter, as evaluation does
+        r.body["messages"][0]["content"] == load_prompt("solver_no_tools") for r in stage1
+    )
 
     attempts = _jsonl(db / "db" / "attempts" / "attempts.jsonl")
     assert [a["outcome"] for a in attempts] == [

@@ -9,20 +9,28 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from tradebench.benchmarks.mcq.params import validate_params
 from tradebench.errors import ConfigError
 
-StrategyName = Literal["sma_cross", "mean_reversion", "ewma_cross", "rsi", "macd_cross"]
+StrategyName = Literal[
+    "sma_cross", "rolling_mean", "ewma", "rsi", "macd_cross", "mean_reversion", "ewma_cross"
+]
 STRATEGY_NAMES: tuple[StrategyName, ...] = (
     "sma_cross",
-    "mean_reversion",
-    "ewma_cross",
+    "rolling_mean",
+    "ewma",
     "rsi",
     "macd_cross",
 )
+"""The strategies a build uses by default."""
+LEGACY_STRATEGIES: tuple[StrategyName, ...] = ("mean_reversion", "ewma_cross")
+"""Rules of schema-1 files (band mean reversion, EMA crossover events): still built on
+request with --strategy and still checked, never part of the default set."""
+ALL_STRATEGIES: tuple[StrategyName, ...] = (*STRATEGY_NAMES, *LEGACY_STRATEGIES)
 
 
 class _Frozen(BaseModel):
@@ -71,10 +79,17 @@ class Sizing(_Frozen):
 
 
 class StrategySpec(_Frozen):
-    """A strategy name and its integer/float parameters (sorted keys, JSON-safe values)."""
+    """A strategy name and exactly its parameters (validated by `params.validate_params`)."""
 
     name: StrategyName
     params: dict[str, float | int] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _valid(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("name"), str):
+            return {**data, "params": validate_params(data["name"], data.get("params") or {})}
+        return data
 
 
 class BacktestConfig(_Frozen):

@@ -17,6 +17,7 @@ from tradebench.prompt_files import texts_sha256
 
 PROMPT_NAMES = (
     "solver_no_tools",
+    "solver_no_tools_reasoning",
     "solver_with_tools",
     "question",
     "mine_generator_system",

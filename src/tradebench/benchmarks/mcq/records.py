@@ -11,9 +11,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tradebench.benchmarks.mcq.config import BacktestConfig, StrategyName
-from tradebench.errors import DataError
+from tradebench.errors import ConfigError, DataError
 
 Letter = Literal["A", "B", "C", "D"]
+SCHEMA_VERSION = 2
+"""Record layout version. 2 added `alternative` (the comparative templates' second backtest)
+and changed the definitions of `max_shares`, `golden_cross_count`, `sma_comparison` and
+`signal_diff`; version-1 files still read, and the checker re-derives them by the old
+definitions (`check/derive_legacy.py`)."""
 
 
 class MCQRecord(BaseModel):
@@ -21,7 +26,7 @@ class MCQRecord(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    schema_version: int = Field(default=1, description="Record layout version.")
+    schema_version: int = Field(default=SCHEMA_VERSION, ge=1, description="Record layout version.")
     id: str = Field(description="SHA-256 of the normalised question text and the options.")
     question: str = Field(description="Configuration preamble followed by the question.")
     options: dict[Letter, str] = Field(description="Option texts A-D in display order.")
@@ -34,6 +39,11 @@ class MCQRecord(BaseModel):
     )
     params: dict[str, Any] = Field(description="Template parameters (date, k, n, a, b).")
     config: BacktestConfig = Field(description="The full backtest configuration.")
+    alternative: BacktestConfig | None = Field(
+        default=None,
+        description="Comparative templates: the second backtest, identical to `config` except "
+        "for the strategy parameters; None otherwise.",
+    )
     seed: int = Field(description="Build seed that produced this question.")
 
 
@@ -72,4 +82,6 @@ def read_jsonl(path: Path) -> list[MCQRecord]:
             records.append(MCQRecord.model_validate_json(line))
         except ValidationError as exc:
             raise DataError(f"{path}:{no}: not a valid MCQ record: {exc.errors()[0]}") from exc
+        except ConfigError as exc:
+            raise DataError(f"{path}:{no}: not a valid MCQ record: {exc}") from exc
     return records

@@ -1,9 +1,11 @@
 """Build MCQ sets from real backtests: the base pool, a sampled set or the curated 10/10/10.
 
 One seed controls everything random (strategy parameters, template choice, dates, k/n
-parameters, distractors and option order) through `derive_rng`, which hashes the seed with
-a label: no Python `hash()`, no set iteration, so the output is byte-identical across
-processes. One backtest per strategy config is shared by all its questions.
+parameters, distractors, option order and the balanced answer letters) through
+`derive_rng`, which hashes the seed with a label: no Python `hash()`, no set iteration, so
+the output is byte-identical across processes. One backtest per strategy config (and per
+alternative config of the comparative templates) is shared by all its questions; a
+`BacktestCache` passed to `build` shares them across builds too.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from tradebench.benchmarks.mcq.build.backtest import BacktestLog, run_backtest
+from tradebench.benchmarks.mcq.build.balance import balance_letters
 from tradebench.benchmarks.mcq.build.options import LETTERS, make_options, settle_decimals
 from tradebench.benchmarks.mcq.build.preamble import question_text
-from tradebench.benchmarks.mcq.build.strategies import PARAM_GRIDS
+from tradebench.benchmarks.mcq.build.strategies import PAPER_DEFAULTS, PARAM_GRIDS
 from tradebench.benchmarks.mcq.build.templates import TEMPLATES, TIERS, NotApplicable, by_tier
 from tradebench.benchmarks.mcq.config import (
     STRATEGY_NAMES,
@@ -35,6 +38,7 @@ from tradebench.benchmarks.mcq.records import MCQRecord, question_id
 from tradebench.errors import ConfigError
 
 Mode = Literal["all_templates", "sample", "curated"]
+Defaults = Literal["grid", "paper"]
 CURATED_PER_TIER = 10
 
 
@@ -51,6 +55,15 @@ class BuildSpec(BaseModel):
     num_questions: int = Field(default=0, ge=0)
     difficulty: Literal["easy", "medium", "hard", "all"] = "all"
     strategies: tuple[StrategyName, ...] = STRATEGY_NAMES
+    defaults: Defaults = Field(
+        default="grid",
+        description="'grid': parameters drawn from each strategy's grid by the seed; "
+        "'paper': the fixed PAPER_DEFAULTS set.",
+    )
+    params: dict[StrategyName, dict[str, float | int]] = Field(
+        default_factory=dict,
+        description="Per-strategy parameter overrides (`--param`), applied over the defaults.",
+    )
     seed: int = 0
 
 
@@ -79,9 +92,17 @@ def derive_rng(seed: int, *labels: object) -> np.random.Generator:
 
 
 def strategy_config(spec: BuildSpec, name: StrategyName) -> BacktestConfig:
-    """The backtest config of one strategy: its parameters drawn from its grid by the seed."""
-    grid = PARAM_GRIDS[name]
-    params = grid[int(derive_rng(spec.seed, "params", name).integers(len(grid)))]
+    """The backtest config of one strategy: grid draw (or paper defaults), then overrides.
+
+    Raises:
+        ConfigError: The resulting parameters are invalid for the strategy (one line).
+    """
+    if spec.defaults == "paper":
+        params = dict(PAPER_DEFAULTS[name])
+    else:
+        grid = PARAM_GRIDS[name]
+        params = dict(grid[int(derive_rng(spec.seed, "params", name).integers(len(grid)))])
+    params.update(spec.params.get(name, {}))
     return BacktestConfig(
         data=spec.data,
         initial_cash=spec.initial_cash,
@@ -91,23 +112,39 @@ def strategy_config(spec: BuildSpec, name: StrategyName) -> BacktestConfig:
     )
 
 
+class BacktestCache:
+    """Backtrader runs by config key, on one set of bars; share it across builds."""
+
+    def __init__(self, bars: pd.DataFrame) -> None:
+        self.bars = bars
+        self.logs: dict[str, BacktestLog] = {}
+
+    def run(self, config: BacktestConfig) -> BacktestLog:
+        """The log of `config` on the cache's bars, running backtrader on first use."""
+        key = config.key()
+        if key not in self.logs:
+            self.logs[key] = run_backtest(self.bars, config)
+        return self.logs[key]
+
+
 class _Session:
     """Runs each strategy's backtest once and turns (template, strategy, slot) into records."""
 
-    def __init__(self, spec: BuildSpec, bars: pd.DataFrame) -> None:
-        self.spec, self.bars = spec, bars
-        self.logs: dict[str, BacktestLog] = {}
+    def __init__(self, spec: BuildSpec, cache: BacktestCache) -> None:
+        self.spec, self.cache = spec, cache
+        self.configs = {name: strategy_config(spec, name) for name in spec.strategies}
+        self.used: set[str] = set()
 
-    def log(self, name: StrategyName) -> BacktestLog:
-        if name not in self.logs:
-            self.logs[name] = run_backtest(self.bars, strategy_config(self.spec, name))
-        return self.logs[name]
+    def run(self, config: BacktestConfig) -> BacktestLog:
+        """A cached backtest, counted as used by this build."""
+        self.used.add(config.key())
+        return self.cache.run(config)
 
     def attempt(self, tname: str, sname: StrategyName, slot: int) -> MCQRecord | Skip:
         tpl = TEMPLATES[tname]
-        log = self.log(sname)
+        log = self.run(self.configs[sname])
         rng = derive_rng(self.spec.seed, "question", tname, sname, slot)
-        inst = tpl.make(log, rng)
+        inst = tpl.make(log, rng, self.run)
         if isinstance(inst, NotApplicable):
             return Skip(tname, sname, inst.reason)
         inst = settle_decimals(inst)
@@ -127,6 +164,7 @@ class _Session:
             answer_kind=inst.answer.kind,
             params=inst.params,
             config=log.config,
+            alternative=inst.alternative,
             seed=self.spec.seed,
         )
 
@@ -172,7 +210,8 @@ def _sample(s: _Session, tick: Tick) -> list[MCQRecord | Skip]:
         if isinstance(result, Skip):
             key = (tname, sname, "skip")
         else:
-            key = (tname, sname, json.dumps(result.params, sort_keys=True))
+            alt = result.alternative.strategy.params if result.alternative else None
+            key = (tname, sname, json.dumps([result.params, alt], sort_keys=True))
         if key in seen:
             continue
         seen.add(key)
@@ -208,13 +247,27 @@ def _curated_tier(s: _Session, tier: str, tick: Tick) -> list[MCQRecord | Skip]:
     return out
 
 
-def build(spec: BuildSpec, bars: pd.DataFrame, tick: Tick = _noop) -> BuildResult:
-    """Build questions as the spec says; `tick` is called once per question attempted."""
+def build(
+    spec: BuildSpec,
+    bars: pd.DataFrame,
+    tick: Tick = _noop,
+    cache: BacktestCache | None = None,
+) -> BuildResult:
+    """Build questions as the spec says, answer letters balanced (`balance.balance_letters`).
+
+    `tick` is called once per question attempted; `cache` (on the same bars) lets several
+    builds share backtests, e.g. many seeds.
+    """
     if spec.mode == "sample" and spec.num_questions <= 0:
         raise ConfigError("--num-questions must be positive in sample mode")
     if not spec.strategies:
         raise ConfigError("no strategy selected")
-    session = _Session(spec, bars)
+    unused = sorted(set(spec.params) - set(spec.strategies))
+    if unused:
+        raise ConfigError(f"parameter overrides for {unused[0]}, which is not being built")
+    if cache is not None and cache.bars is not bars:
+        raise ConfigError("a BacktestCache serves only the bars it was made with")
+    session = _Session(spec, cache if cache is not None else BacktestCache(bars))
     if spec.mode == "all_templates":
         results = _all_templates(session, tick)
     elif spec.mode == "sample":
@@ -225,7 +278,8 @@ def build(spec: BuildSpec, bars: pd.DataFrame, tick: Tick = _noop) -> BuildResul
     unique: dict[tuple[str, str, str], Skip] = {}
     for skip in skips:
         unique.setdefault((skip.template, skip.strategy, skip.reason), skip)
-    return BuildResult(tuple(records), tuple(unique.values()), len(session.logs))
+    balanced = balance_letters(records, derive_rng(spec.seed, "letters", spec.mode))
+    return BuildResult(tuple(balanced), tuple(unique.values()), len(session.used))
 
 
 def total_attempts(spec: BuildSpec) -> int:

@@ -2,10 +2,12 @@
 
 Numbers get a multiplicative ladder: the answer takes a uniformly drawn rank 0..3 and each
 neighbouring gap is a factor 1 + g with g ~ U(0.08, 0.14), so every option is within a
-factor 1.5 of the answer and the nearest distractor is about 10% away. Options are listed in
-ascending order. Small integers (< 30) use an additive step of max(1, round(10%)) with the
-rank drawn among the feasible ones (no negative count). Dates pick three of the template's
-plausible candidates and are listed chronologically; choices are shuffled.
+factor 1.5 of the answer and the nearest distractor is about 10% away. Small integers (< 30)
+use an additive step of max(1, round(10%)) with the rank drawn among the feasible ones (no
+negative count). Dates pick three of the template's plausible candidates; choices are
+shuffled. The order made here (ascending numbers, chronological dates) is provisional: the
+builder then moves every key to a balanced letter and shuffles the distractors
+(`balance.py`), so the final letter says nothing about the value's rank.
 """
 
 from __future__ import annotations

@@ -1,4 +1,10 @@
-"""Measured properties of a built question set: distractor distances and answer positions."""
+"""Measured properties of a built question set: distractor distances and answer positions.
+
+Two positions are measured: the answer's letter (balanced by the builder, so it should be
+flat) and the answer's rank among the sorted option values of numeric questions (what is
+left for a solver to exploit once letters are balanced: e.g. small counts cannot put the
+key at the top of the ladder when that would push a distractor below zero).
+"""
 
 from __future__ import annotations
 
@@ -20,6 +26,10 @@ class DistractorStats:
     nearest_p90: float
     max_spread: float
     letters: dict[str, int]
+    value_ranks: dict[str, int]
+
+
+RANKS = ("lowest", "2nd", "3rd", "highest")
 
 
 def _value(text: str) -> float:
@@ -28,17 +38,21 @@ def _value(text: str) -> float:
 
 def distractor_stats(records: Sequence[MCQRecord]) -> DistractorStats:
     """Measure |nearest distractor - answer| / |answer| over number and integer questions,
-    the largest option/answer ratio, and how often each letter is the answer."""
+    the largest option/answer ratio, how often each letter is the answer and how often the
+    answer is the lowest, 2nd, 3rd or highest option value."""
     nearest, spread = [], []
+    ranks = dict.fromkeys(RANKS, 0)
     for r in records:
         if r.answer_kind not in ("number", "integer"):
             continue
         answer = _value(r.options[r.answer])
         others = [_value(t) for k, t in r.options.items() if k != r.answer]
         nearest.append(min(abs(o - answer) for o in others) / abs(answer))
-        spread.append(max(max(abs(o), abs(answer)) / min(abs(o), abs(answer)) for o in others))
+        spread += [max(abs(o), abs(answer)) / min(abs(o), abs(answer)) for o in others if o]
+        ranks[RANKS[sum(1 for o in others if o < answer)]] += 1
     letters = {k: sum(1 for r in records if r.answer == k) for k in ("A", "B", "C", "D")}
     if not nearest:
-        return DistractorStats(0, float("nan"), float("nan"), float("nan"), float("nan"), letters)
+        nan = float("nan")
+        return DistractorStats(0, nan, nan, nan, nan, letters, ranks)
     q10, q50, q90 = np.quantile(nearest, [0.1, 0.5, 0.9]).tolist()
-    return DistractorStats(len(nearest), q10, q50, q90, max(spread), letters)
+    return DistractorStats(len(nearest), q10, q50, q90, max(spread), letters, ranks)

@@ -1,10 +1,15 @@
-"""The five backtrader strategies, all on one instrumented base class.
+"""The backtrader strategies, all on one instrumented base class.
 
 `InstrumentedStrategy` logs every completed or refused order, every closed trade and a
 snapshot of the broker (cash, value, position) plus the strategy's indicator lines at each
 bar's close. Subclasses only declare their indicators and their entry/exit rules, so the
 order handling (long-only, one position, market orders filled at the next open, sizing
-from the config) is the same for all five.
+from the config) is the same for all of them.
+
+The default five follow the paper's definitions where it has them: SMA crossover (events),
+Rolling Window Mean (trend following: long while the close is above its rolling mean) and
+EWMA (level condition: long while the fast EMA is above the slow one), plus RSI and MACD.
+`mean_reversion` and `ewma_cross` are the schema-1 rules, kept so that old files re-run.
 """
 
 from __future__ import annotations
@@ -15,11 +20,13 @@ from typing import ClassVar
 from tradebench.benchmarks.mcq.build._backtrader import backtrader as bt
 from tradebench.benchmarks.mcq.config import StrategyName
 
+Params = dict[str, float | int]
+
 # Parameter grids the seed samples from; every combination is a valid strategy.
-PARAM_GRIDS: dict[StrategyName, list[dict[str, float | int]]] = {
+PARAM_GRIDS: dict[StrategyName, list[Params]] = {
     "sma_cross": [{"fast": f, "slow": s} for f in (5, 10, 20) for s in (30, 50, 100)],
-    "mean_reversion": [{"window": w, "band": b} for w in (10, 20, 30) for b in (0.02, 0.03, 0.05)],
-    "ewma_cross": [{"fast": f, "slow": s} for f in (8, 12, 20) for s in (26, 40, 60)],
+    "rolling_mean": [{"window": w} for w in (10, 20, 30, 50, 100)],
+    "ewma": [{"fast": f, "slow": s} for f in (8, 12, 20) for s in (26, 40, 60)],
     "rsi": [
         {"period": p, "lower": lo, "upper": up}
         for p in (10, 14)
@@ -31,19 +38,53 @@ PARAM_GRIDS: dict[StrategyName, list[dict[str, float | int]]] = {
         {"fast": 8, "slow": 17, "signal": 9},
         {"fast": 5, "slow": 35, "signal": 5},
     ],
+    "mean_reversion": [{"window": w, "band": b} for w in (10, 20, 30) for b in (0.02, 0.03, 0.05)],
+    "ewma_cross": [{"fast": f, "slow": s} for f in (8, 12, 20) for s in (26, 40, 60)],
 }
 
-# Strategies with a fast line and a slow line whose crossings drive the trades.
-PAIR_STRATEGIES: tuple[StrategyName, ...] = ("sma_cross", "ewma_cross", "macd_cross")
+# `--defaults paper`: one fixed parameter set per strategy (docs/mcq.md says where each
+# value comes from; the legacy rules keep their schema-1 class defaults).
+PAPER_DEFAULTS: dict[StrategyName, Params] = {
+    "sma_cross": {"fast": 10, "slow": 30},
+    "rolling_mean": {"window": 20},
+    "ewma": {"fast": 12, "slow": 26},
+    "rsi": {"period": 14, "lower": 30, "upper": 70},
+    "macd_cross": {"fast": 12, "slow": 26, "signal": 9},
+    "mean_reversion": {"window": 20, "band": 0.03},
+    "ewma_cross": {"fast": 12, "slow": 26},
+}
+
+# Strategies with a fast line and a slow line (crossings are logged for all of them).
+PAIR_STRATEGIES: tuple[StrategyName, ...] = ("sma_cross", "ewma", "macd_cross", "ewma_cross")
+
+_EMA = "bt.ind.EMA, alpha = 2/(period+1), seeded with the simple mean"
 
 
-def describe_strategy(name: StrategyName, p: dict[str, float | int]) -> str:
+def describe_strategy(name: StrategyName, p: Params) -> str:
     """Plain-words rules of a strategy, for the question preamble."""
     if name == "sma_cross":
         return (
             f"SMA crossover: fast line SMA({p['fast']}) and slow line SMA({p['slow']}) of the "
             "close (backtrader bt.ind.SMA); buy when the fast line crosses above the slow line "
             "(bt.ind.CrossOver > 0) while flat; close the position when it crosses below."
+        )
+    if name == "rolling_mean":
+        return (
+            f"rolling window mean (trend following): mean = SMA({p['window']}) of the close; "
+            "buy when the close is above the mean while flat; close the position when the "
+            "close is below the mean."
+        )
+    if name == "ewma":
+        return (
+            f"EWMA: fast line EMA({p['fast']}) and slow line EMA({p['slow']}) of the close "
+            f"({_EMA}); from the second bar on which both lines are defined, buy at any close "
+            "where the fast line is above the slow line while flat; close the position at any "
+            "close where the fast line is below the slow line."
+        )
+    if name == "rsi":
+        return (
+            f"RSI: RSI({p['period']}) of the close (bt.ind.RSI, Wilder smoothing); buy when RSI "
+            f"< {p['lower']} while flat; close the position when RSI > {p['upper']}."
         )
     if name == "mean_reversion":
         return (
@@ -54,13 +95,8 @@ def describe_strategy(name: StrategyName, p: dict[str, float | int]) -> str:
     if name == "ewma_cross":
         return (
             f"EWMA crossover: fast line EMA({p['fast']}) and slow line EMA({p['slow']}) of the "
-            "close (bt.ind.EMA, alpha = 2/(period+1), seeded with the simple mean); buy when the "
-            "fast line crosses above the slow line while flat; close when it crosses below."
-        )
-    if name == "rsi":
-        return (
-            f"RSI: RSI({p['period']}) of the close (bt.ind.RSI, Wilder smoothing); buy when RSI "
-            f"< {p['lower']} while flat; close the position when RSI > {p['upper']}."
+            f"close ({_EMA}); buy when the fast line crosses above the slow line while flat; "
+            "close when it crosses below."
         )
     return (
         f"MACD crossover: MACD line = EMA({p['fast']}) - EMA({p['slow']}) of the close, signal "
@@ -177,9 +213,9 @@ class _CrossStrategy(InstrumentedStrategy):
         raise NotImplementedError
 
     def setup_lines(self) -> dict[str, bt.LineSeries]:
-        fast, slow = self.make_pair()
-        self.cross = bt.ind.CrossOver(fast, slow)
-        return {"fast": fast, "slow": slow, "cross": self.cross}
+        self.fast, self.slow = self.make_pair()
+        self.cross = bt.ind.CrossOver(self.fast, self.slow)
+        return {"fast": self.fast, "slow": self.slow, "cross": self.cross}
 
     def wants_entry(self) -> bool:
         return self.cross[0] > 0
@@ -200,7 +236,7 @@ class SmaCross(_CrossStrategy):
 
 
 class EwmaCross(_CrossStrategy):
-    """Fast EMA crossing the slow EMA."""
+    """Legacy (schema 1): fast EMA crossing the slow EMA."""
 
     params = (("fast", 12), ("slow", 26))
 
@@ -225,8 +261,35 @@ class MacdCross(_CrossStrategy):
         return macd.macd, macd.signal
 
 
+class Ewma(EwmaCross):
+    """The paper's EWMA: long while the fast EMA is above the slow EMA (level condition)."""
+
+    def wants_entry(self) -> bool:
+        return self.fast[0] > self.slow[0]
+
+    def wants_exit(self) -> bool:
+        return self.fast[0] < self.slow[0]
+
+
+class RollingMean(InstrumentedStrategy):
+    """The paper's Rolling Window Mean: long while the close is above its rolling mean."""
+
+    params = (("window", 20),)
+    line_names = ("mean",)
+
+    def setup_lines(self) -> dict[str, bt.LineSeries]:
+        self.mean = bt.ind.SMA(self.data.close, period=self.p.window)
+        return {"mean": self.mean}
+
+    def wants_entry(self) -> bool:
+        return self.data.close[0] > self.mean[0]
+
+    def wants_exit(self) -> bool:
+        return self.data.close[0] < self.mean[0]
+
+
 class MeanReversion(InstrumentedStrategy):
-    """Buy a dip below the rolling mean by a band; exit back above the mean."""
+    """Legacy (schema 1): buy a dip below the rolling mean by a band; exit above the mean."""
 
     params = (("window", 20), ("band", 0.03))
     line_names = ("mean",)
@@ -261,8 +324,10 @@ class Rsi(InstrumentedStrategy):
 
 STRATEGY_CLASSES: dict[StrategyName, type[InstrumentedStrategy]] = {
     "sma_cross": SmaCross,
-    "mean_reversion": MeanReversion,
-    "ewma_cross": EwmaCross,
+    "rolling_mean": RollingMean,
+    "ewma": Ewma,
     "rsi": Rsi,
     "macd_cross": MacdCross,
+    "mean_reversion": MeanReversion,
+    "ewma_cross": EwmaCross,
 }

@@ -4,6 +4,8 @@ A record passes when its id matches its text and options, the checker's own deri
 the answer matches the option under the answer letter, and no other option matches. A
 number matches an option when it lies within half a unit of the option's last decimal
 (plus 1e-9 relative slack for float noise); integers, dates and choices must be equal.
+A comparative record also re-runs its `alternative` config, which must differ from its
+`config` in the strategy parameters only; schema-1 records use the schema-1 definitions.
 """
 
 from __future__ import annotations
@@ -14,10 +16,14 @@ from dataclasses import dataclass
 import pandas as pd
 
 from tradebench.benchmarks.mcq.bars import load_bars
-from tradebench.benchmarks.mcq.check import derive_risk  # noqa: F401  (registers)
-from tradebench.benchmarks.mcq.check.derive import DERIVERS, Value
+from tradebench.benchmarks.mcq.check import (  # noqa: F401  (they register derivers)
+    derive_compare,
+    derive_legacy,
+    derive_risk,
+)
+from tradebench.benchmarks.mcq.check.derive import COMPARATIVE, DERIVERS, DERIVERS_V1, Value
 from tradebench.benchmarks.mcq.check.simulate import Simulation, simulate
-from tradebench.benchmarks.mcq.config import DataRef
+from tradebench.benchmarks.mcq.config import BacktestConfig, DataRef
 from tradebench.benchmarks.mcq.records import MCQRecord, question_id
 
 
@@ -85,30 +91,54 @@ def judge(record: MCQRecord, value: Value) -> Verdict:
     )
 
 
-def _verdict(record: MCQRecord, sim: Simulation) -> Verdict:
-    derive = DERIVERS.get(record.template)
-    if derive is None:
-        return Verdict(
-            record.id,
-            record.template,
-            record.strategy,
-            False,
-            record.options[record.answer],
-            "",
-            "unknown template",
-        )
+def _failed(record: MCQRecord, detail: str) -> Verdict:
+    return Verdict(
+        record.id,
+        record.template,
+        record.strategy,
+        False,
+        record.options[record.answer],
+        "",
+        detail,
+    )
+
+
+def alternative_problem(record: MCQRecord) -> str:
+    """Why a record's alternative config is not what its template needs ('' when fine)."""
+    alt = record.alternative
+    wants = record.template in COMPARATIVE and record.schema_version >= 2
+    if alt is None:
+        return "a comparative template without its alternative config" if wants else ""
+    if not wants:
+        return "an alternative config on a template that runs one backtest"
+    if alt.strategy.name != record.config.strategy.name:
+        return "the alternative config runs another strategy"
+    if alt.model_copy(update={"strategy": record.config.strategy}) != record.config:
+        return "the alternative config differs in more than the strategy parameters"
+    if alt.strategy.params == record.config.strategy.params:
+        return "the alternative config has the question's own parameters"
+    return ""
+
+
+def _derive(record: MCQRecord, sim: Simulation, alt: Simulation | None) -> Value:
+    params = record.params
+    if record.schema_version == 1 and record.template in DERIVERS_V1:
+        return DERIVERS_V1[record.template](sim, params)
+    if alt is not None:
+        return COMPARATIVE[record.template](sim, alt, params)
+    return DERIVERS[record.template](sim, params)
+
+
+def _verdict(record: MCQRecord, sim: Simulation, alt: Simulation | None) -> Verdict:
+    if record.template not in DERIVERS and record.template not in COMPARATIVE:
+        return _failed(record, "unknown template")
+    problem = alternative_problem(record)
+    if problem:
+        return _failed(record, problem)
     try:
-        value = derive(sim, record.params)
+        value = _derive(record, sim, alt)
     except (ValueError, IndexError, KeyError, StopIteration, ZeroDivisionError) as exc:
-        return Verdict(
-            record.id,
-            record.template,
-            record.strategy,
-            False,
-            record.options[record.answer],
-            "",
-            f"re-derivation failed: {exc!r}",
-        )
+        return _failed(record, f"re-derivation failed: {exc!r}")
     return judge(record, value)
 
 
@@ -123,14 +153,21 @@ def check_records(
     """Re-run every distinct config once (from the record alone) and judge every record."""
     bars: dict[str, pd.DataFrame] = {}
     sims: dict[str, Simulation] = {}
-    verdicts = []
-    for record in records:
-        cfg = record.config
+
+    def run(cfg: BacktestConfig) -> Simulation:
         data_key = cfg.data.model_dump_json()
         if data_key not in bars:
             bars[data_key] = loader(cfg.data)
         if cfg.key() not in sims:
             sims[cfg.key()] = simulate(cfg, bars[data_key])
-        verdicts.append(_verdict(record, sims[cfg.key()]))
+        return sims[cfg.key()]
+
+    verdicts = []
+    for record in records:
+        sim = run(record.config)
+        alt = None
+        if record.alternative is not None and not alternative_problem(record):
+            alt = run(record.alternative)
+        verdicts.append(_verdict(record, sim, alt))
         tick()
     return CheckReport(tuple(verdicts), len(sims))

@@ -1,7 +1,10 @@
 """Re-derive every template's answer from the checker's own simulation.
 
 Written against `docs/mcq.md`'s definitions, not against the builder's code: plain NumPy
-loops and reductions over `Simulation`, one function per template.
+loops and reductions over `Simulation`, one function per template. Three registries:
+`DERIVERS` (one simulation), `COMPARATIVE` (the question's simulation and the second,
+alternative-parameter one) and `DERIVERS_V1` (schema-1 definitions of templates whose
+definition has changed since).
 """
 
 from __future__ import annotations
@@ -17,7 +20,10 @@ from tradebench.benchmarks.mcq.check.simulate import Simulation
 
 Value = float | int | str
 Deriver = Callable[[Simulation, dict[str, Any]], Value]
+PairDeriver = Callable[[Simulation, Simulation, dict[str, Any]], Value]
 DERIVERS: dict[str, Deriver] = {}
+COMPARATIVE: dict[str, PairDeriver] = {}
+DERIVERS_V1: dict[str, Deriver] = {}
 YEAR = 252
 
 # The four day descriptions, spelled as the question's options spell them.
@@ -30,6 +36,18 @@ FLAT = "no order filled; the account was flat"
 def deriver(fn: Deriver) -> Deriver:
     """Register a derivation under its template's name."""
     DERIVERS[fn.__name__] = fn
+    return fn
+
+
+def pair_deriver(fn: PairDeriver) -> PairDeriver:
+    """Register a comparative derivation (question's run, alternative run) by template name."""
+    COMPARATIVE[fn.__name__] = fn
+    return fn
+
+
+def legacy_deriver(fn: Deriver) -> Deriver:
+    """Register a schema-1 derivation under its template's name."""
+    DERIVERS_V1[fn.__name__] = fn
     return fn
 
 
@@ -83,8 +101,14 @@ def sma(sim: Simulation, params: dict[str, Any]) -> Value:
 
 @deriver
 def max_shares(sim: Simulation, params: dict[str, Any]) -> Value:
-    """Re-derive `max_shares` from the simulation (definition in docs/mcq.md)."""
-    return int(sim.position.max())
+    """Re-derive `max_shares`: count down from cash // close until the broker's check
+    (shares x close + commission <= cash, at D's close) passes (definition in docs/mcq.md)."""
+    t = bar(sim, params)
+    cash, price, rate = float(sim.cash[t]), float(sim.close[t]), sim.commission_rate
+    shares = int(cash // price)
+    while shares > 0 and shares * price + shares * price * rate > cash:
+        shares -= 1
+    return shares
 
 
 @deriver

@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 
-from tradebench.benchmarks.mcq.check import indicators as ind
 from tradebench.benchmarks.mcq.check.derive import YEAR, Value, bar, deriver
 from tradebench.benchmarks.mcq.check.simulate import Simulation
 
@@ -89,9 +88,10 @@ def avg_holding_period(sim: Simulation, params: dict[str, Any]) -> Value:
 
 @deriver
 def golden_cross_count(sim: Simulation, params: dict[str, Any]) -> Value:
-    """Re-derive `golden_cross_count` from the simulation (definition in docs/mcq.md)."""
+    """Re-derive `golden_cross_count` over bars start..end (definition in docs/mcq.md)."""
+    first, last = bar(sim, {"date": params["start"]}), bar(sim, {"date": params["end"]})
     cross = sim.rules.lines["cross"]
-    return sum(1 for c in cross.tolist() if c == 1.0)
+    return sum(1 for t in range(first, last + 1) if cross[t] == 1.0)
 
 
 @deriver
@@ -121,19 +121,3 @@ def exposure_adjusted_return(sim: Simulation, params: dict[str, Any]) -> Value:
     """Re-derive `exposure_adjusted_return` from the simulation (definition in docs/mcq.md)."""
     exposure = np.count_nonzero(sim.position) / len(sim.position)
     return (_ratio(sim) - 1.0) * 100.0 / exposure
-
-
-@deriver
-def sma_comparison(sim: Simulation, params: dict[str, Any]) -> Value:
-    """Re-derive `sma_comparison` from the simulation (definition in docs/mcq.md)."""
-    fast = ind.sma(sim.close, int(params["a"]))
-    slow = ind.sma(sim.close, int(params["b"]))
-    both = ~np.isnan(fast) & ~np.isnan(slow)
-    return int(np.count_nonzero(fast[both] > slow[both]))
-
-
-@deriver
-def signal_diff(sim: Simulation, params: dict[str, Any]) -> Value:
-    """Re-derive `signal_diff` from the simulation (definition in docs/mcq.md)."""
-    t = bar(sim, params)
-    return float(sim.rules.lines["fast"][t] - sim.rules.lines["slow"][t])

@@ -70,6 +70,7 @@ class Simulation:
     fills: tuple[Fill, ...]
     trips: tuple[RoundTrip, ...]
     initial_cash: float
+    commission_rate: float
 
 
 def _first_ready(*arrays: np.ndarray) -> int:
@@ -77,22 +78,33 @@ def _first_ready(*arrays: np.ndarray) -> int:
     return int(np.argmax(defined)) if defined.any() else len(defined)
 
 
+def _pair(name: str, p: dict[str, float | int], close: np.ndarray) -> Rules:
+    if name == "sma_cross":
+        fast, slow = ind.sma(close, int(p["fast"])), ind.sma(close, int(p["slow"]))
+    elif name in ("ewma", "ewma_cross"):
+        fast, slow = ind.ema(close, int(p["fast"])), ind.ema(close, int(p["slow"]))
+    else:
+        fast = ind.ema(close, int(p["fast"])) - ind.ema(close, int(p["slow"]))
+        slow = ind.ema(fast, int(p["signal"]))
+    cross = ind.crossings(fast, slow)
+    lines = {"fast": fast, "slow": slow, "cross": cross}
+    # Every pair strategy also computes the crossing line, so its rules start where that
+    # line is first defined: the second bar on which both lines are.
+    if name == "ewma":
+        return Rules(lines, fast > slow, fast < slow, _first_ready(cross))
+    return Rules(lines, cross > 0, cross < 0, _first_ready(cross))
+
+
 def strategy_rules(config: BacktestConfig, close: np.ndarray) -> Rules:
     """Compute the strategy's lines and its entry/exit conditions at every close."""
     p = config.strategy.params
     name = config.strategy.name
     with np.errstate(invalid="ignore"):
-        if name in ("sma_cross", "ewma_cross", "macd_cross"):
-            if name == "sma_cross":
-                fast, slow = ind.sma(close, int(p["fast"])), ind.sma(close, int(p["slow"]))
-            elif name == "ewma_cross":
-                fast, slow = ind.ema(close, int(p["fast"])), ind.ema(close, int(p["slow"]))
-            else:
-                fast = ind.ema(close, int(p["fast"])) - ind.ema(close, int(p["slow"]))
-                slow = ind.ema(fast, int(p["signal"]))
-            cross = ind.crossings(fast, slow)
-            lines = {"fast": fast, "slow": slow, "cross": cross}
-            return Rules(lines, cross > 0, cross < 0, _first_ready(cross))
+        if name in ("sma_cross", "ewma", "macd_cross", "ewma_cross"):
+            return _pair(name, p, close)
+        if name == "rolling_mean":
+            mean = ind.sma(close, int(p["window"]))
+            return Rules({"mean": mean}, close > mean, close < mean, _first_ready(mean))
         if name == "mean_reversion":
             mean = ind.sma(close, int(p["window"]))
             entry = close < mean * (1.0 - float(p["band"]))
@@ -177,4 +189,5 @@ def simulate(config: BacktestConfig, bars: pd.DataFrame) -> Simulation:
         tuple(fills),
         tuple(trips),
         config.initial_cash,
+        config.commission_rate,
     )

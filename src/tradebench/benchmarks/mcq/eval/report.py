@@ -2,8 +2,9 @@
 
 Reads only the results file (one row per question x run) and computes every number with
 `benchmarks.mcq.eval.summary`, so the page shows exactly what `summary.json` says:
-accuracy per model and tier (mean ± std over runs, Wilson 95% interval), per-template
-accuracy, unparseable and refused replies, tokens and recorded latency.
+accuracy per model and tier (mean ± std over runs, Wilson 95% interval) beside the random
+and best constant-letter baselines, the accuracy with excluded attempts left out,
+per-template accuracy, unparseable and excluded replies, tokens and recorded latency.
 """
 
 from __future__ import annotations
@@ -13,7 +14,13 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 
-from tradebench.benchmarks.mcq.eval.summary import Accuracy, ModelSummary, accuracy, summarise
+from tradebench.benchmarks.mcq.eval.summary import (
+    RANDOM_BASELINE,
+    Accuracy,
+    ModelSummary,
+    accuracy,
+    summarise,
+)
 from tradebench.errors import DataError
 from tradebench.report.html import Section, figure_html, mean_std, note, render_page, table
 
@@ -22,9 +29,12 @@ NOTE = (
     "Accuracy is the mean over runs of each run's share of correct answers, ± the sample "
     "standard deviation across runs (blank with one run). The Wilson 95% interval is over "
     "all attempts (questions x runs) pooled; repeats of a question are not independent, so "
-    "with several runs it is optimistic. Unparseable: no letter in an accepted form (no "
-    "tools) or no accepted answer submission (with tools). Latency is the recorded model "
-    "time, without sandbox time."
+    "with several runs it is optimistic. Baselines on the same questions: random = 1/4; "
+    "constant letter = always answering the slice's most frequent key letter (shown in "
+    "brackets). Unparseable: no letter in an accepted form (no tools) or no accepted answer "
+    "submission (with tools). Excluded: no-tools replies that were tool calls; they count as "
+    "wrong in every accuracy except the 'all w/o excluded' row, which leaves them out. "
+    "Latency is the recorded model time, without sandbox time."
 )
 
 
@@ -32,6 +42,12 @@ def _interval(acc: Accuracy) -> str:
     if acc.wilson_low is None or acc.wilson_high is None:
         return "–"
     return f"[{acc.wilson_low:.3f}, {acc.wilson_high:.3f}]"
+
+
+def _constant(acc: Accuracy) -> str:
+    if acc.constant_letter_accuracy is None:
+        return "–"
+    return f"{acc.constant_letter_accuracy:.3f} ({acc.constant_letter})"
 
 
 def _accuracy_row(label: dict[str, str], acc: Accuracy) -> dict[str, object]:
@@ -42,16 +58,29 @@ def _accuracy_row(label: dict[str, str], acc: Accuracy) -> dict[str, object]:
         "correct": acc.correct,
         "accuracy": mean_std(acc.mean, acc.std, 3),
         "Wilson 95%": _interval(acc),
+        "constant letter": _constant(acc),
     }
 
 
+def _temperature(s: ModelSummary) -> str:
+    return "–" if s.temperature is None else f"{s.temperature:g}"
+
+
 def accuracy_table(summaries: list[ModelSummary]) -> pd.DataFrame:
-    """One row per model x slice (all questions, then each tier)."""
+    """One row per model x slice (all, all without excluded attempts, each tier)."""
     rows = []
     for s in summaries:
-        label = {"model": s.model, "mode": s.mode, "runs": str(s.runs)}
-        rows.append(_accuracy_row({**label, "slice": "all"}, s.overall))
-        rows += [_accuracy_row({**label, "slice": t}, a) for t, a in s.tiers.items()]
+        label = {
+            "model": s.model,
+            "mode": s.mode,
+            "runs": str(s.runs),
+            "temperature": _temperature(s),
+        }
+        tail = {"random": f"{s.random_baseline:.2f}"}
+        rows.append({**_accuracy_row({**label, "slice": "all"}, s.overall), **tail})
+        kept = _accuracy_row({**label, "slice": "all w/o excluded"}, s.overall_without_excluded)
+        rows.append({**kept, **tail})
+        rows += [{**_accuracy_row({**label, "slice": t}, a), **tail} for t, a in s.tiers.items()]
     return pd.DataFrame(rows)
 
 
@@ -63,7 +92,7 @@ def usage_table(summaries: list[ModelSummary]) -> pd.DataFrame:
                 "model": s.model,
                 "mode": s.mode,
                 "unparseable": s.unparseable,
-                "refused tool calls": s.refused_tool_calls,
+                "excluded (tool calls)": s.excluded_attempts,
                 "run_python calls": s.tool_calls,
                 "input tokens": s.input_tokens,
                 "output tokens": s.output_tokens,
@@ -113,6 +142,7 @@ def tier_figure(summaries: list[ModelSummary]) -> go.Figure:
                 },
             )
         )
+    fig.add_hline(y=RANDOM_BASELINE, line_dash="dash", annotation_text="random (1/4)")
     fig.update_layout(
         title="Accuracy by tier (Wilson 95% interval)",
         yaxis={"range": [0, 1], "title": "accuracy"},

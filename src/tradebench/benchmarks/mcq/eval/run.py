@@ -1,7 +1,9 @@
 """`tradebench mcq eval`: run models over a question file, K runs each, and store the results.
 
 Runs are sequential (run r uses `sample_index = r`, so each run has its own cache keys);
-the questions of one run are solved concurrently, at most `concurrency` at a time. Rows
+with several runs the CLI samples at `SAMPLING_TEMPERATURE` unless told otherwise
+(`default_temperature`), and the summary states the temperature. The questions of one run
+are solved concurrently, at most `concurrency` at a time. Rows
 are stored in (model, run, question order), whatever order replies arrive in. The models
 come from one `ModelPool`: replies are cached in `RESULTS_DIR/cache.sqlite` and spend is
 charged to the budget saved in `RESULTS_DIR/budget.json`, so a budget stop is clean and
@@ -24,7 +26,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tradebench.benchmarks.mcq.bars import bars_csv, load_bars
 from tradebench.benchmarks.mcq.eval.report import mcq_report
-from tradebench.benchmarks.mcq.eval.solve import SOLVERS, Mode, Posed, Solver, SolveResult
+from tradebench.benchmarks.mcq.eval.solve import (
+    SOLVERS,
+    Mode,
+    NoToolsPrompt,
+    Posed,
+    Solver,
+    SolveResult,
+)
 from tradebench.benchmarks.mcq.eval.summary import ModelSummary, summarise
 from tradebench.benchmarks.mcq.prompt_files import prompts_sha256
 from tradebench.benchmarks.mcq.records import MCQRecord, read_jsonl
@@ -42,6 +51,35 @@ log = logging.getLogger("tradebench.mcq")
 RESULTS_FILE = "results.parquet"
 SUMMARY_FILE = "summary.json"
 REPORT_FILE = "report.html"
+SAMPLING_TEMPERATURE = 0.7
+"""Temperature of `--runs K > 1` when none is given: K runs are then K real samples."""
+
+
+def default_temperature(runs: int, given: float | None) -> float:
+    """The temperature to use: the given one, else 0.7 with several runs and 0 with one.
+
+    Why: at temperature 0 the runs of a deterministic endpoint repeat one reply, so their
+    spread would not measure anything.
+    """
+    if given is not None:
+        return given
+    return SAMPLING_TEMPERATURE if runs > 1 else 0.0
+
+
+def sampling_note(runs: int, temperatures: Sequence[float]) -> str:
+    """One sentence for the summary: runs, temperature(s) and what the runs' spread means."""
+    shown = ", ".join(f"{t:g}" for t in dict.fromkeys(temperatures))
+    if runs == 1:
+        return f"1 run per question at temperature {shown}."
+    spread = (
+        "runs are independent samples"
+        if all(t > 0 for t in temperatures)
+        else "at temperature 0 runs differ only by sample_index (cache key); a deterministic "
+        "endpoint repeats its reply, so the spread across runs is not a sampling spread"
+    )
+    return (
+        f"{runs} runs per question (run r sends sample_index r) at temperature {shown}: {spread}."
+    )
 
 
 class EvalSpec(BaseModel):
@@ -57,6 +95,8 @@ class EvalSpec(BaseModel):
     """Samples per question; run r uses sample_index r."""
     concurrency: int = Field(default=4, ge=1)
     """Questions solved at once."""
+    no_tools_prompt: NoToolsPrompt = "letter"
+    """`no_tools`: ask for a single letter (the paper's protocol) or allow reasoning first."""
     max_tool_calls: int = Field(default=8, ge=0)
     """`with_tools`: run_python calls allowed per question."""
     sandbox_timeout_s: float = Field(default=30.0, gt=0)
@@ -69,7 +109,7 @@ class EvalSpec(BaseModel):
     def solver(self) -> tuple[Solver, Spec]:
         """The registered solver of `mode`, and its spec for the summary."""
         if self.mode == "no_tools":
-            return SOLVERS.build("no_tools")
+            return SOLVERS.build("no_tools", prompt=self.no_tools_prompt)
         return SOLVERS.build(
             "with_tools", max_tool_calls=self.max_tool_calls, timeout_s=self.sandbox_timeout_s
         )
@@ -80,14 +120,16 @@ class EvalRow(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    schema_version: int = 1
-    """Row layout version."""
+    schema_version: int = 2
+    """Row layout version (2 added `temperature`)."""
     model: str
     """`provider:model` label."""
     mode: str
     """`no_tools` or `with_tools`."""
     run: int
     """Run number, 0-based; also the sample index of its model calls."""
+    temperature: float
+    """Sampling temperature of the model calls."""
     question_id: str
     """Question id (MCQRecord.id)."""
     tier: str
@@ -127,8 +169,8 @@ class EvalSummary(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    schema_version: int = 1
-    """Summary layout version."""
+    schema_version: int = 2
+    """Summary layout version (2 added `sampling` and the baselines and exclusions)."""
     questions_file: str
     """Question file name."""
     questions_sha256: str
@@ -139,8 +181,10 @@ class EvalSummary(BaseModel):
     """Registered solver name and arguments."""
     prompts_sha256: str
     """SHA-256 of the MCQ prompt files."""
+    sampling: str
+    """Runs and temperature in words, and what the spread across runs means."""
     models: list[ModelSummary]
-    """One entry per model."""
+    """One entry per model (each also states its temperature and baselines)."""
 
 
 class EvalOutcome(BaseModel):
@@ -177,22 +221,23 @@ def question_files(records: Sequence[MCQRecord], mode: Mode) -> list[dict[str, b
     return out
 
 
-def _row(model: str, mode: str, run: int, record: MCQRecord, result: SolveResult) -> EvalRow:
+def _row(model: ChatModel, mode: str, run: int, record: MCQRecord, result: SolveResult) -> EvalRow:
     if not result.parsed:
         kind = "refused tool call" if result.refused_tool_call else "unparseable reply"
         log.warning(
             "%s: model=%s run=%d question=%s: %s; reply=%r",
             kind,
-            model,
+            model.config.label,
             run,
             record.id[:12],
             result.parse_error,
             result.raw_reply[:300],
         )
     return EvalRow(
-        model=model,
+        model=model.config.label,
         mode=mode,
         run=run,
+        temperature=model.config.temperature,
         question_id=record.id,
         tier=record.tier,
         template=record.template,
@@ -231,7 +276,7 @@ async def evaluate(
 
             async def one(i: int, model: ChatModel = model, run: int = run) -> EvalRow:
                 result = await solver(model, posed(records[i], files[i]), run)
-                return _row(model.config.label, spec.mode, run, records[i], result)
+                return _row(model, spec.mode, run, records[i], result)
 
             rows += await pool.map(range(len(records)), one)
     return rows
@@ -302,6 +347,7 @@ def run_eval(
         questions=len(records),
         solver={"name": solver_spec.name, "args": solver_spec.args},
         prompts_sha256=prompts_sha256(),
+        sampling=sampling_note(spec.runs, [m.temperature for m in spec.models]),
         models=summarise(pd.read_parquet(results)),
     )
     summary_path = out_dir / SUMMARY_FILE

@@ -1,8 +1,11 @@
 """MCQ solvers: one question, one model, one sample -> a `SolveResult`. Registered by mode.
 
-- `no_tools`: one model call with no tools offered. A reply carrying a tool call is
-  refused (scored wrong, counted); otherwise the letter is read strictly
-  (`eval.parse.parse_letter`), and an unreadable reply is scored wrong and counted.
+- `no_tools`: one model call with no tools offered. The prompt asks for a single letter
+  (`prompt="letter"`, the paper's protocol) or for reasoning ending in `Answer: X`
+  (`prompt="reasoning"`). A reply carrying a tool call is refused (scored wrong, counted,
+  and excluded from the summary's accuracy over answered attempts); otherwise the letter
+  is read strictly (`eval.parse.parse_letter`), and an unreadable reply is scored wrong and
+  counted.
 - `with_tools`: the shared tool loop (`agents.llm.run_tool_loop`) with a `run_python` tool
   whose calls run in a fresh sandbox directory holding the question's files, then a forced
   `answer` submit tool whose only argument is a letter enum.
@@ -25,6 +28,7 @@ from tradebench.agents.tools import SubmitTool
 from tradebench.benchmarks.mcq.eval.parse import parse_letter
 from tradebench.benchmarks.mcq.eval.sandbox_tool import limits_for, python_tool
 from tradebench.benchmarks.mcq.prompt_files import render
+from tradebench.errors import ConfigError
 from tradebench.llm.base import ChatModel
 from tradebench.llm.redact import Redactor
 from tradebench.llm.types import Message, Usage
@@ -84,6 +88,12 @@ class Solver(Protocol):
 
 SOLVERS: Registry[Solver] = Registry("mcq solver")
 Mode = Literal["no_tools", "with_tools"]
+NoToolsPrompt = Literal["letter", "reasoning"]
+NO_TOOLS_PROMPTS: dict[str, str] = {
+    "letter": "solver_no_tools",
+    "reasoning": "solver_no_tools_reasoning",
+}
+"""No-tools prompt variant -> prompt file: a single letter (default), or reasoning first."""
 
 
 def user_message(posed: Posed) -> str:
@@ -105,10 +115,12 @@ def _transcript(messages: list[Message]) -> str:
 class NoToolsSolver:
     """One call, no tools offered, the letter read strictly from the text."""
 
+    prompt: NoToolsPrompt = "letter"
+
     async def __call__(self, model: ChatModel, posed: Posed, sample_index: int) -> SolveResult:
         """See `Solver`."""
         messages = [
-            Message(role="system", content=render("solver_no_tools")),
+            Message(role="system", content=render(NO_TOOLS_PROMPTS[self.prompt])),
             Message(role="user", content=user_message(posed)),
         ]
         response = await model.generate(messages, (), "auto", sample_index)
@@ -196,9 +208,13 @@ class WithToolsSolver:
 
 
 @SOLVERS.register("no_tools")
-def no_tools_solver() -> Solver:
-    """The no-tools solver (no arguments)."""
-    return NoToolsSolver()
+def no_tools_solver(prompt: NoToolsPrompt = "letter") -> Solver:
+    """The no-tools solver: `letter` asks for one letter only, `reasoning` lets it think."""
+    if prompt not in NO_TOOLS_PROMPTS:
+        raise ConfigError(
+            f"no-tools prompt must be one of {list(NO_TOOLS_PROMPTS)}, got {prompt!r}"
+        )
+    return NoToolsSolver(prompt)
 
 
 @SOLVERS.register("with_tools")

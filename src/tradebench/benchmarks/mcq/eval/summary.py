@@ -10,6 +10,11 @@ Conventions:
   one run it is the usual interval over questions.
 - `unparseable`: attempts without a letter that were not refused tool calls (no tools: no
   letter in an accepted form or an unreadable reply; with tools: no accepted `answer`).
+- Excluded attempts: no-tools replies that were tool calls. They count as wrong in
+  `overall` and the tiers, and are left out of `overall_without_excluded`.
+- Baselines beside each accuracy: `random_baseline` (1/4, uniform guessing) and, per slice,
+  `constant_letter_accuracy`, the score of always answering the slice's most frequent key
+  letter (`constant_letter`) on the same questions.
 - Time is the sum of the model calls' recorded latencies (sandbox time is not included).
 
 Pure functions of the results frame; the report renders these same numbers.
@@ -25,12 +30,15 @@ from pydantic import BaseModel, ConfigDict
 from tradebench.metrics.stats import wilson_interval
 
 TIERS = ("easy", "medium", "hard")
+RANDOM_BASELINE = 0.25
+LETTERS = ("A", "B", "C", "D")
 RESULT_COLUMNS = (
     "model",
     "mode",
     "run",
     "question_id",
     "tier",
+    "answer",
     "correct",
     "parsed",
     "refused_tool_call",
@@ -63,6 +71,10 @@ class Accuracy(BaseModel):
     """Lower bound of the Wilson 95% interval of correct / attempts."""
     wilson_high: float | None
     """Upper bound of that interval."""
+    constant_letter: str | None
+    """The slice's most frequent key letter (the first in A-D order on a tie)."""
+    constant_letter_accuracy: float | None
+    """Accuracy of always answering `constant_letter` on the slice's questions."""
 
 
 class ModelSummary(BaseModel):
@@ -76,14 +88,22 @@ class ModelSummary(BaseModel):
     """`no_tools` or `with_tools`."""
     runs: int
     """Number of runs (samples per question)."""
+    temperature: float | None
+    """Sampling temperature of the model calls (None when the rows do not record it)."""
     overall: Accuracy
-    """All questions."""
+    """All questions; excluded attempts count as wrong."""
+    overall_without_excluded: Accuracy
+    """All questions, excluded attempts (no-tools tool calls) left out."""
+    random_baseline: float
+    """Expected accuracy of uniform guessing among four options."""
     tiers: dict[str, Accuracy]
     """Per difficulty tier present in the set."""
     unparseable: int
     """Attempts without a letter that were not refused tool calls."""
     refused_tool_calls: int
     """No-tools replies refused because they carried a tool call."""
+    excluded_attempts: int
+    """Attempts left out of `overall_without_excluded` (= `refused_tool_calls`)."""
     tool_calls: int
     """`run_python` calls over all attempts."""
     input_tokens: int
@@ -102,11 +122,26 @@ def _none(value: float) -> float | None:
     return None if value != value else float(value)  # NaN -> None
 
 
+def constant_letter(rows: pd.DataFrame) -> tuple[str | None, float | None]:
+    """The most frequent key letter over a slice's distinct questions and its accuracy.
+
+    Why: with unbalanced keys, always answering one letter beats 1/4; a model's accuracy
+    means little unless it beats this too.
+    """
+    keys = rows.drop_duplicates("question_id")["answer"]
+    if keys.empty:
+        return None, None
+    counts = [int((keys == letter).sum()) for letter in LETTERS]
+    best = max(range(len(LETTERS)), key=lambda i: (counts[i], -i))
+    return LETTERS[best], counts[best] / len(keys)
+
+
 def accuracy(rows: pd.DataFrame) -> Accuracy:
-    """Accuracy of a slice of result rows (columns `run`, `question_id`, `correct`)."""
+    """Accuracy of a slice of result rows (columns `run`, `question_id`, `answer`, `correct`)."""
     per_run = [float(g["correct"].mean()) for _, g in rows.groupby("run", sort=True)]
     correct, attempts = int(rows["correct"].sum()), len(rows)
     interval = wilson_interval(correct, attempts)
+    letter, letter_accuracy = constant_letter(rows)
     return Accuracy(
         questions=int(rows["question_id"].nunique()),
         attempts=attempts,
@@ -116,7 +151,16 @@ def accuracy(rows: pd.DataFrame) -> Accuracy:
         std=statistics.stdev(per_run) if len(per_run) > 1 else None,
         wilson_low=_none(interval.low),
         wilson_high=_none(interval.high),
+        constant_letter=letter,
+        constant_letter_accuracy=letter_accuracy,
     )
+
+
+def _temperature(rows: pd.DataFrame) -> float | None:
+    if "temperature" not in rows.columns:
+        return None
+    values = rows["temperature"].dropna().unique()
+    return float(values[0]) if len(values) == 1 else None
 
 
 def _model_summary(rows: pd.DataFrame) -> ModelSummary:
@@ -128,10 +172,14 @@ def _model_summary(rows: pd.DataFrame) -> ModelSummary:
         model=str(rows["model"].iloc[0]),
         mode=str(rows["mode"].iloc[0]),
         runs=int(rows["run"].nunique()),
+        temperature=_temperature(rows),
         overall=accuracy(rows),
+        overall_without_excluded=accuracy(rows[~refused]),
+        random_baseline=RANDOM_BASELINE,
         tiers={t: accuracy(rows[rows["tier"] == t]) for t in TIERS if (rows["tier"] == t).any()},
         unparseable=int((~rows["parsed"].astype(bool) & ~refused).sum()),
         refused_tool_calls=int(refused.sum()),
+        excluded_attempts=int(refused.sum()),
         tool_calls=int(rows["tool_calls"].sum()),
         input_tokens=int(rows["input_tokens"].sum()),
         output_tokens=int(rows["output_tokens"].sum()),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tradebench.benchmarks.mcq.build.templates import easy, hard, medium
+from tradebench.benchmarks.mcq.build.templates import compare, easy, hard, medium
 from tradebench.benchmarks.mcq.build.templates.base import (
     ACTION_LABELS,
     TEMPLATES,
@@ -25,6 +25,7 @@ __all__ = [
     "Template",
     "Tier",
     "by_tier",
+    "compare",
     "easy",
     "hard",
     "medium",

@@ -1,7 +1,9 @@
 """Template protocol, answer value objects and the registry the three tiers fill.
 
 A template turns one backtest log and a seeded generator into a question instance (text,
-answer, parameters) or a `NotApplicable` with the reason. Its docstring is its exact
+answer, parameters) or a `NotApplicable` with the reason. A comparative template also gets
+a `Runner` that runs a second backtrader backtest (alternative parameters); the instance
+carries that backtest's config so the record stores it. Its docstring is its exact
 definition: `docs/mcq.md` quotes it.
 """
 
@@ -14,7 +16,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from tradebench.benchmarks.mcq.build.backtest import BacktestLog
+from tradebench.benchmarks.mcq.build.backtest import BacktestLog, run_backtest
+from tradebench.benchmarks.mcq.config import BacktestConfig
 
 Tier = Literal["easy", "medium", "hard"]
 TIERS: tuple[Tier, ...] = ("easy", "medium", "hard")
@@ -47,6 +50,7 @@ class Instance:
     answer: Answer
     params: dict[str, Any] = field(default_factory=dict)
     candidates: tuple[str, ...] = ()
+    alternative: BacktestConfig | None = None
 
 
 @dataclass(frozen=True)
@@ -56,7 +60,11 @@ class NotApplicable:
     reason: str
 
 
-Maker = Callable[[BacktestLog, np.random.Generator], Instance | NotApplicable]
+Result = Instance | NotApplicable
+Runner = Callable[[BacktestConfig], BacktestLog]
+"""Runs (or returns the cached) backtrader backtest of a config on the same bars."""
+Maker = Callable[[BacktestLog, np.random.Generator], Result]
+ComparativeMaker = Callable[[BacktestLog, np.random.Generator, Runner], Result]
 
 
 @dataclass(frozen=True)
@@ -65,22 +73,47 @@ class Template:
 
     name: str
     tier: Tier
-    make: Maker
+    maker: Maker | ComparativeMaker
     definition: str
+    comparative: bool = False
+
+    def make(
+        self, log: BacktestLog, rng: np.random.Generator, runner: Runner | None = None
+    ) -> Result:
+        """Sample one instance; a comparative template runs its second backtest via `runner`
+        (default: an uncached backtrader run on the log's bars)."""
+        if not self.comparative:
+            return self.maker(log, rng)  # type: ignore[call-arg]
+        run = runner or (lambda config: run_backtest(log.bars, config))
+        return self.maker(log, rng, run)  # type: ignore[call-arg]
 
 
 TEMPLATES: dict[str, Template] = {}
+
+
+def _register(tier: Tier, comparative: bool, fn: Callable[..., Result]) -> None:
+    name = fn.__name__
+    if name in TEMPLATES:
+        raise ValueError(f"template {name!r} registered twice")
+    doc = " ".join((fn.__doc__ or "").split())
+    TEMPLATES[name] = Template(name, tier, fn, doc, comparative)
 
 
 def template(tier: Tier) -> Callable[[Maker], Maker]:
     """Register a maker under its function name in `tier`; its docstring is the definition."""
 
     def register(fn: Maker) -> Maker:
-        name = fn.__name__
-        if name in TEMPLATES:
-            raise ValueError(f"template {name!r} registered twice")
-        doc = " ".join((fn.__doc__ or "").split())
-        TEMPLATES[name] = Template(name, tier, fn, doc)
+        _register(tier, False, fn)
+        return fn
+
+    return register
+
+
+def comparative(tier: Tier) -> Callable[[ComparativeMaker], ComparativeMaker]:
+    """Register a comparative maker (it also receives a `Runner`) in `tier`."""
+
+    def register(fn: ComparativeMaker) -> ComparativeMaker:
+        _register(tier, True, fn)
         return fn
 
     return register

@@ -80,18 +80,34 @@ def sma(log: BacktestLog, rng: np.random.Generator) -> Result:
     return Instance(text, Answer("number", float(series.loc[day]), 2), {"n": n, "date": iso(day)})
 
 
+def affordable_shares(cash: np.ndarray, price: np.ndarray, rate: float) -> np.ndarray:
+    """Largest whole n with n x price + n x price x rate <= cash (the broker's cash check),
+    elementwise: the floor of the ratio, then nudged so the float inequality holds exactly."""
+    n = np.floor(cash / (price * (1.0 + rate)))
+    n = np.where((n + 1) * price + (n + 1) * price * rate <= cash, n + 1, n)
+    n = np.where(n * price + n * price * rate > cash, n - 1, n)
+    return np.maximum(n, 0).astype(np.int64)
+
+
 @template("easy")
 def max_shares(log: BacktestLog, rng: np.random.Generator) -> Result:
-    """Largest position (shares) held at any close. Not asked under fixed-stake sizing,
-    where the answer would be the stake the question states."""
-    if log.config.sizing.kind == "stake":
-        return NotApplicable("fixed stake: the answer is the stated stake")
-    if (na := _after_first_fill(log)) is not None:
-        return na
-    value = int(log.snapshots["position"].max())
-    return Instance(
-        "What was the largest number of shares held at any close?", Answer("integer", value)
+    """Maximum affordable shares: the largest whole number n of shares with n x close + n x
+    close x commission rate <= the broker cash (`broker.getcash()`), both at the close of a
+    day D drawn among the days on which n >= 1."""
+    cash = log.snapshots["cash"].to_numpy(float)
+    close = log.bars["close"].to_numpy(float)
+    n = affordable_shares(cash, close, log.config.commission_rate)
+    days = log.snapshots.index[n >= 1]
+    if days.empty:
+        return NotApplicable("the cash never covers one share")
+    day = pick(rng, days)
+    value = int(n[log.snapshots.index.get_loc(day)])
+    text = (
+        f"At the close of {iso(day)}, how many whole shares at most could the broker's cash "
+        "at that close buy at that day's close price, with the commission included (shares x "
+        "price + commission <= cash)?"
     )
+    return Instance(text, Answer("integer", value), {"date": iso(day)})
 
 
 @template("easy")

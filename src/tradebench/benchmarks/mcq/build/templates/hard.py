@@ -1,4 +1,7 @@
-"""Hard templates: risk and performance statistics whose convention the question states."""
+"""Hard templates: risk and performance statistics whose convention the question states.
+
+The comparative hard templates (a second backtest) are in `compare.py`.
+"""
 
 from __future__ import annotations
 
@@ -15,12 +18,10 @@ from tradebench.benchmarks.mcq.build.templates.base import (
     is_pair,
     iso,
     no_pair,
-    pick,
     template,
 )
 
 TRADING_DAYS = 252
-SMA_PAIRS = ((5, 20), (10, 50), (20, 100), (50, 200))
 Result = Instance | NotApplicable
 ANNUAL = (
     f"annualised over {TRADING_DAYS} trading days per year: "
@@ -127,15 +128,36 @@ def avg_holding_period(log: BacktestLog, rng: np.random.Generator) -> Result:
     return Instance(text, Answer("number", float(log.trades["barlen"].mean()), 2))
 
 
+def subperiod(n_bars: int, rng: np.random.Generator) -> tuple[int, int]:
+    """A contiguous run of bars [first, last] covering a quarter to a half of the window."""
+    length = int(rng.integers(n_bars // 4, n_bars // 2 + 1))
+    first = int(rng.integers(0, n_bars - length + 1))
+    return first, first + length - 1
+
+
 @template("hard")
 def golden_cross_count(log: BacktestLog, rng: np.random.Generator) -> Result:
-    """Number of bars on which the fast line crossed above the slow line
-    (bt.ind.CrossOver > 0) over the whole window."""
+    """Number of bars dated from D1 to D2 inclusive (a subperiod of a quarter to a half of
+    the window, the first of up to 8 seeded draws that holds one) on which the fast line
+    crossed above the slow line (bt.ind.CrossOver > 0); the lines are computed over the
+    whole window."""
     if not is_pair(log):
         return no_pair(log)
-    value = int((log.snapshots["cross"] > 0).sum())
-    text = "How many times did the strategy's fast line cross above its slow line?"
-    return Instance(text, Answer("integer", value))
+    cross = log.snapshots["cross"].to_numpy(float)
+    for _ in range(8):
+        first, last = subperiod(len(cross), rng)
+        value = int(np.count_nonzero(cross[first : last + 1] > 0))
+        if value > 0:
+            break
+    else:
+        return NotApplicable("no upward crossing in 8 drawn subperiods")
+    d1, d2 = iso(log.snapshots.index[first]), iso(log.snapshots.index[last])
+    text = (
+        f"Counting only the bars dated from {d1} to {d2} inclusive (the lines themselves are "
+        "computed over the whole window), on how many bars did the strategy's fast line cross "
+        "above its slow line?"
+    )
+    return Instance(text, Answer("integer", value), {"start": d1, "end": d2})
 
 
 @template("hard")
@@ -191,32 +213,3 @@ def exposure_adjusted_return(log: BacktestLog, rng: np.random.Generator) -> Resu
         "fraction of bars at whose close shares were held?"
     )
     return Instance(text, Answer("number", value, 2, "%"))
-
-
-@template("hard")
-def sma_comparison(log: BacktestLog, rng: np.random.Generator) -> Result:
-    """Number of bars on which SMA(a) of the close was strictly above SMA(b), counting only
-    bars where both are defined; (a, b) drawn from pairs whose b fits in half the window."""
-    pairs = [p for p in SMA_PAIRS if p[1] * 2 <= len(log.bars)]
-    a, b = pairs[int(rng.integers(len(pairs)))]
-    close = log.bars["close"]
-    fast, slow = close.rolling(a).mean(), close.rolling(b).mean()
-    value = int(((fast > slow) & slow.notna()).sum())
-    text = (
-        f"On how many trading days was the {a}-day SMA of the close strictly above the "
-        f"{b}-day SMA (count only days on which both are defined)?"
-    )
-    return Instance(text, Answer("integer", value), {"a": a, "b": b})
-
-
-@template("hard")
-def signal_diff(log: BacktestLog, rng: np.random.Generator) -> Result:
-    """Fast line minus slow line of the strategy at the close of a day D drawn among days
-    where both are defined and differ by at least 0.01, 4 decimals."""
-    if not is_pair(log):
-        return no_pair(log)
-    diff = (log.snapshots["fast"] - log.snapshots["slow"]).dropna()
-    diff = diff[diff.abs() >= 0.01]
-    day = pick(rng, diff.index)
-    text = f"What was the strategy's fast line minus its slow line at the close of {iso(day)}?"
-    return Instance(text, Answer("number", float(diff.loc[day]), 4), {"date": iso(day)})
