@@ -23,14 +23,13 @@ def test_infinite_loop_is_killed_at_the_timeout() -> None:
     result = run_python("while True:\n    pass", limits=SandboxLimits(timeout_s=1.5, cpu_s=30))
     assert result.timed_out
     assert result.exit_code < 0
-    assert 1.4 < result.seconds < 10
+    assert result.seconds >= 1.4  # it ran until the timeout, then was killed
 
 
 def test_cpu_limit_kills_even_without_timeout() -> None:
     result = run_python("while True:\n    pass", limits=SandboxLimits(timeout_s=30, cpu_s=1))
-    assert not result.timed_out
+    assert not result.timed_out  # the CPU cap, not the 30 s timeout, ended it
     assert result.exit_code != 0
-    assert result.seconds < 10
 
 
 def test_memory_bomb_is_stopped() -> None:
@@ -95,15 +94,15 @@ def test_minimal_environment() -> None:
 
 
 def test_parent_survives_and_keeps_working() -> None:
-    pid = os.getpid()
     if "no-signals-out(landlock)" not in run_python("pass").enforced:
         pytest.skip("kernel cannot scope signals (Landlock ABI < 6): a kill would succeed")
     killer = run_python("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)")
     assert "PermissionError" in killer.stderr
-    run_python(
+    hog = run_python(
         "chunks = []\nwhile True:\n    chunks.append(bytearray(64 * 1024**2))",
         limits=SandboxLimits(memory_bytes=256 * 1024**2),
     )
-    run_python("while True:\n    pass", limits=SandboxLimits(timeout_s=1))
-    assert os.getpid() == pid
-    assert run_python("print(6 * 7)").stdout.strip() == "42"
+    assert not hog.ok and "MemoryError" in hog.stderr  # the cap stopped the child, not us
+    spin = run_python("while True:\n    pass", limits=SandboxLimits(timeout_s=1))
+    assert spin.timed_out and not spin.ok
+    assert run_python("print(6 * 7)").stdout.strip() == "42"  # and the harness still works

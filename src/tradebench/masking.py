@@ -33,6 +33,7 @@ TEXT_DATE_RE = re.compile(
     r"|\d{1,2}\s+(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?,?\s+\d{4}"
     r"|\d{4}年\d{1,2}月\d{1,2}日)"
 )
+CHINESE_DATE_RE = re.compile(r"(\d{4})年(\d{1,2})月(\d{1,2})日")
 
 
 def hides_stocks(level: MaskLevel) -> bool:
@@ -88,10 +89,10 @@ class Masker:
         if self.digit_symbols and not any(c.isdigit() for c in text):
             return text  # every symbol and every date form holds a digit
         if hides_stocks(self.level) and self._symbol_re is not None:
-            text = self._symbol_re.sub(lambda m: self.alias_of[m.group(0)], text)
+            text = self._symbol_re.sub(lambda m: self.alias_of[self._code_of(m.group(0))], text)
         if hides_dates(self.level):
             text = DATE_RE.sub(self._date_sub, text)
-            text = TEXT_DATE_RE.sub(lambda m: self._label(pd.Timestamp(m.group(0))), text)
+            text = TEXT_DATE_RE.sub(self._text_date_sub, text)
         return text
 
     def day_label(self, day: Any) -> str:
@@ -102,6 +103,25 @@ class Masker:
     def symbol_label(self, symbol: str) -> str:
         """The identifier of a symbol under this level."""
         return self.alias_of.get(symbol, symbol) if hides_stocks(self.level) else symbol
+
+    def _code_of(self, form: str) -> str:
+        """The dataset code of a written form (`600519.SH` and `SH.600519` are `SH600519`)."""
+        if form not in self.alias_of and "." in form:
+            left, right = form.split(".", 1)
+            return right + left if left.isdigit() else left + right
+        return form
+
+    def _text_date_sub(self, m: re.Match[str]) -> str:
+        text = m.group(0)
+        chinese = CHINESE_DATE_RE.fullmatch(text)
+        try:
+            if chinese:
+                ts = pd.Timestamp(*(int(g) for g in chinese.groups()))
+            else:
+                ts = pd.Timestamp(text.replace(".", ""))
+        except ValueError:
+            return text  # looks like a date but is none (e.g. 31 February)
+        return self._label(ts)
 
     def _date_sub(self, m: re.Match[str]) -> str:
         try:
@@ -184,6 +204,15 @@ class Masker:
         return payload
 
 
+def code_forms(symbol: str) -> list[str]:
+    """How a code may be written: as in the dataset, and an A-share code also with its
+    exchange after or before the digits (`600519.SH`, `SH.600519`)."""
+    forms = [symbol]
+    if len(symbol) == 8 and symbol[:2] in ("SH", "SZ", "BJ") and symbol[2:].isdigit():
+        forms += [f"{symbol[2:]}.{symbol[:2]}", f"{symbol[:2]}.{symbol[2:]}"]
+    return forms
+
+
 def build_masker(
     level: MaskLevel,
     symbols: Iterable[str],
@@ -203,7 +232,8 @@ def build_masker(
     origin = int(np.searchsorted(cal, np.datetime64(pd.Timestamp(first_day).date(), "D")))
     pattern = None
     if ordered:
-        longest_first = sorted(ordered, key=len, reverse=True)
+        forms = {f for s in ordered for f in code_forms(s)}
+        longest_first = sorted(forms, key=len, reverse=True)
         pattern = re.compile(
             r"(?<![A-Za-z0-9])(?:" + "|".join(map(re.escape, longest_first)) + r")(?![A-Za-z0-9])"
         )

@@ -11,11 +11,11 @@ import pandas as pd
 import pytest
 
 from tests.benchmarks.single_stock.conftest import make_episode, task, trader
+from tests.leak_scan import find_leaks
 from tradebench.benchmarks.single_stock.series import rescore_series
 from tradebench.data import load_dataset
 from tradebench.integrations.verifiers_env import PendingStep, on_reply
 from tradebench.llm.loopback import LoopbackServer, Reply
-from tradebench.masking import leaked_strings
 
 HERE = Path(__file__).parent
 STEPS = 8
@@ -57,9 +57,7 @@ def test_one_task_evaluates_against_the_loopback_server(
     # multi-turn, masked: every day's message went to the model without real names or dates
     ds = load_dataset(ss_dataset_dir)
     text = "\n".join(json.dumps(r.body) for r in requests)
-    assert (
-        leaked_strings(text, [str(s) for s in ds.panel.symbols], ds.panel.dates, True, True) == []
-    )
+    assert find_leaks(text, [str(s) for s in ds.panel.symbols], ds.panel.dates, True, True) == []
     # system + day 1, the nudge exchange, then a reply and the next day for days 1..STEPS-1
     assert len(requests[-1].body["messages"]) == 2 + 2 + 2 * (STEPS - 1)
 

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.leak_scan import find_leaks
 from tradebench.data import load_dataset
-from tradebench.masking import leaked_strings
 from tradebench.probe.build import BuildConfig, build_probe_set
 from tradebench.probe.sampling import allocate
 from tradebench.probe.store import ProbeSet, read_probe_set, write_probe_set
@@ -87,7 +87,7 @@ def test_blinded_payloads_leak_no_symbol_or_date(cn_probes: ProbeSet, cn_dataset
         assert {v.level for v in probe.variants} == {"blinded"}
         for variant in probe.variants:
             text = json.dumps(variant.calls, ensure_ascii=False)
-            assert leaked_strings(text, symbols, panel.dates, True, True) == []
+            assert find_leaks(text, symbols, panel.dates, True, True) == []
             assert probe.gold.symbol not in text and probe.gold.date.isoformat() not in text
 
 
@@ -99,7 +99,7 @@ def test_bright_payloads_do_leak(cn_dataset_dir: Path):
     panel = load_dataset(cn_dataset_dir).panel
     for probe in probe_set.probes:
         text = json.dumps(probe.variants[0].calls)
-        found = leaked_strings(text, [probe.gold.symbol], panel.dates, True, True)
+        found = find_leaks(text, [probe.gold.symbol], panel.dates, True, True)
         assert probe.gold.symbol in found and probe.gold.date.isoformat() in found
 
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.leak_scan import find_leaks
 from tradebench.benchmarks import run_spec
 from tradebench.data import load_dataset
 from tradebench.llm.local import LocalServer, find_bundled_model, llama_cpp_available
-from tradebench.masking import leaked_strings
 from tradebench.runs.spec import RunSpec
 
 pytestmark = pytest.mark.skipif(
@@ -58,6 +58,4 @@ def test_open_research_blinded_with_local_model(synth_dataset_dir: Path, tmp_pat
         assert (step["submitted"] is None) == step["fallback"]
     ds = load_dataset(synth_dataset_dir)
     text = (folder / "trace.jsonl").read_text()
-    assert (
-        leaked_strings(text, [str(s) for s in ds.panel.symbols], ds.panel.dates, True, True) == []
-    )
+    assert find_leaks(text, [str(s) for s in ds.panel.symbols], ds.panel.dates, True, True) == []

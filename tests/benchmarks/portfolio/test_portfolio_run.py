@@ -10,10 +10,11 @@ import pandas as pd
 import pytest
 
 from tests.benchmarks.portfolio.conftest import spec_dict, trader
+from tests.leak_scan import find_leaks
 from tradebench.benchmarks import run_spec
 from tradebench.data import load_dataset
 from tradebench.llm.loopback import LoopbackServer, Reply
-from tradebench.masking import MASK_LEVELS, hides_dates, hides_stocks, leaked_strings
+from tradebench.masking import MASK_LEVELS, hides_dates, hides_stocks
 from tradebench.runs.spec import RunSpec
 
 
@@ -36,13 +37,11 @@ def test_no_real_symbol_or_date_reaches_the_model(
     leaks = []
     for req in requests:
         text = json.dumps(req.body, ensure_ascii=False)
-        leaks += leaked_strings(
-            text, symbols, ds.panel.dates, hides_stocks(level), hides_dates(level)
-        )
+        leaks += find_leaks(text, symbols, ds.panel.dates, hides_stocks(level), hides_dates(level))
     assert leaks == []
     if level == "bright":  # the scan can fail: unmasked requests do carry real names and dates
         text = " ".join(json.dumps(r.body) for r in requests)
-        assert leaked_strings(text, symbols, ds.panel.dates, True, True)
+        assert find_leaks(text, symbols, ds.panel.dates, True, True)
     # the scripted trader bought the first screened/tabled name: aliases reached the broker
     orders = pd.read_parquet(
         next((tmp_path / "run" / "episodes").glob("scripted_open*")) / "orders.parquet"
@@ -65,9 +64,7 @@ def test_traces_are_masked_and_complete(cn_dataset_dir: Path, tmp_path: Path) ->
     assert all(x["tool_calls"] for x in lines)
     ds = load_dataset(cn_dataset_dir)
     text = (folder / "trace.jsonl").read_text()
-    assert (
-        leaked_strings(text, [str(s) for s in ds.panel.symbols], ds.panel.dates, True, True) == []
-    )
+    assert find_leaks(text, [str(s) for s in ds.panel.symbols], ds.panel.dates, True, True) == []
     steps = pd.read_parquet(folder / "steps.parquet")
     assert (steps["tool_calls"] == 2).all() and (steps["tool_calls_valid"] == 2).all()
     meta = json.loads((folder / "episode.json").read_text())
@@ -141,7 +138,9 @@ def test_budget_stop_is_clean_and_resumable(cn_dataset_dir: Path, tmp_path: Path
         with pytest.raises(BudgetExceeded, match="rerun the same command"):
             _run(spec, tmp_path / "run")
         state = json.loads((tmp_path / "run" / "budget.json").read_text())
-        assert state  # the budget's state was saved
+        spent = state["input_tokens"] + state["output_tokens"]
+        assert state["calls"] == len(server.requests) > 0  # every real call was charged
+        assert 0 < spent <= 8000  # and the cap held
         folder = next((tmp_path / "run" / "episodes").glob("scripted_*"))
         done_before = len((folder / "progress.jsonl").read_text().splitlines())
         assert 0 < done_before < 5

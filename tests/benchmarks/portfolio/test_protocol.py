@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from tests.benchmarks.portfolio.conftest import spec_dict
+from tests.leak_scan import find_leaks
 from tradebench.benchmarks import run_spec
 from tradebench.benchmarks.portfolio.context import StepContext
 from tradebench.benchmarks.portfolio.observation import StepInfo, candidate_pool, user_message
@@ -24,7 +25,7 @@ from tradebench.errors import ToolError
 from tradebench.llm.loopback import LoopbackServer, RecordedRequest, Reply
 from tradebench.market.ledger import Account
 from tradebench.market.rules import MarketRules
-from tradebench.masking import build_masker, leaked_strings
+from tradebench.masking import build_masker
 from tradebench.runs.spec import RunSpec
 from tradebench.view import MarketView
 
@@ -99,7 +100,7 @@ def test_user_message_names_the_benchmark_cash_share_and_the_window(cn: Dataset)
     assert int(window.group(4)) == 252 and window.group(2) == "day_-252"
     assert "at most" not in user  # no cap on orders
     ds_symbols = [str(s) for s in cn.panel.symbols]
-    assert leaked_strings(user, ds_symbols, cn.panel.dates, True, True) == []
+    assert find_leaks(user, ds_symbols, cn.panel.dates, True, True) == []
 
 
 def test_buys_outside_the_candidate_pool_are_refused_with_a_code(cn: Dataset) -> None:

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.leak_scan import find_leaks
 from tradebench.benchmarks.portfolio.context import StepContext
 from tradebench.benchmarks.portfolio.observation import StepInfo, user_message
 from tradebench.benchmarks.portfolio.prompt_files import load_prompts, system_prompt
@@ -19,7 +20,7 @@ from tradebench.data import Dataset, load_dataset
 from tradebench.errors import ToolError
 from tradebench.market.ledger import Account
 from tradebench.market.rules import MarketRules
-from tradebench.masking import build_masker, leaked_strings
+from tradebench.masking import build_masker
 from tradebench.view import MarketView
 
 DAY = "2024-03-01"
@@ -98,12 +99,12 @@ def test_masked_outputs_leak_nothing(cn: Dataset, level: str) -> None:
     out = _calls(cn, level)
     symbols = [str(s) for s in cn.panel.symbols]
     for name, text in out.items():
-        leaks = leaked_strings(
+        leaks = find_leaks(
             text,
             symbols,
             cn.panel.dates,
-            check_symbols=level != "date_blind",
-            check_dates=level != "stock_blind",
+            stocks=level != "date_blind",
+            dates=level != "stock_blind",
         )
         assert leaks == [], (name, leaks[:5])
 
@@ -132,7 +133,11 @@ def test_risk_check_predicts_rules(cn: Dataset) -> None:
     out = json.loads(_calls(cn, "bright")["risk_check"])
     sell, buy = out["predicted"]
     assert sell["status"] == "filled" and sell["shares"] == 5000
-    assert buy["status"] in {"filled", "rejected"}
+    # T-1's bar stands in for the fill: 300 shares at its close, 5 bps with a CNY 5 floor
+    view = MarketView(cn, DAY)
+    close = float(view.last("close")[view.column("SZ300750")])
+    assert (buy["status"], buy["shares"]) == ("filled", 300)
+    assert buy["est_cost"] == pytest.approx(round(max(5.0, 300 * close * 5e-4), 2))
     assert out["cash_after"] > 600_000  # the sale funds the buy
 
 
