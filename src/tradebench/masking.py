@@ -239,26 +239,3 @@ def build_masker(
         )
     digits = all(any(c.isdigit() for c in s) for s in ordered)
     return Masker(level, alias_of, symbol_of, cal, origin, pattern, digits)
-
-
-def leaked_strings(
-    text: str, symbols: Iterable[str], calendar: np.ndarray, check_symbols: bool, check_dates: bool
-) -> list[str]:
-    """Real symbols and dates (ISO, compact, slashed, textual) found in `text`.
-
-    The audit behind the no-leak tests: scans a recorded request for anything the mask
-    should have hidden.
-    """
-    found: list[str] = []
-    if check_symbols:
-        found += [
-            s for s in symbols if re.search(rf"(?<![A-Za-z0-9]){re.escape(s)}(?![A-Za-z0-9])", text)
-        ]
-    if check_dates:
-        days = {str(d) for d in np.asarray(calendar).astype("datetime64[D]")}
-        for m in DATE_RE.finditer(text):
-            iso = f"{m.group(1)}-{m.group(3)}-{m.group(4)}"
-            if iso in days:
-                found.append(m.group(0))
-        found += [m.group(0) for m in TEXT_DATE_RE.finditer(text)]
-    return found
