@@ -15,13 +15,21 @@ import pandas as pd
 
 from tradebench.data.dataset import Dataset
 from tradebench.data.panel import Panel
+from tradebench.errors import ConfigError
 
 DayLike = date | str | np.datetime64 | pd.Timestamp
 
 
 def to_day(value: DayLike) -> np.datetime64:
-    """Normalise a date-like value to `datetime64[D]`."""
-    return np.datetime64(pd.Timestamp(value).date(), "D")
+    """Normalise a date-like value to `datetime64[D]`.
+
+    Raises:
+        ConfigError: `value` is not a date (e.g. `2024-13-45`).
+    """
+    try:
+        return np.datetime64(pd.Timestamp(value).date(), "D")
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"{value!r} is not a date ({exc}); use YYYY-MM-DD") from None
 
 
 class MarketView:

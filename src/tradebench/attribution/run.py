@@ -44,7 +44,12 @@ from tradebench.runs.records import (
     EpisodeRecord,
     RunRecord,
 )
-from tradebench.runs.store import read_episode_record, read_run_record, write_json
+from tradebench.runs.store import (
+    read_episode_record,
+    read_parquet,
+    read_run_record,
+    write_json,
+)
 from tradebench.runs.summary import episode_dirs
 
 ATTRIBUTION_DIR = "attribution"
@@ -143,7 +148,7 @@ def _episode(folder: Path) -> _Episode | str:
         return "benchmark index (holds no positions)"
     if not (folder / STEPS_FILE).exists() or not (folder / POSITIONS_FILE).exists():
         return "no steps.parquet/positions.parquet"
-    steps = pd.read_parquet(folder / STEPS_FILE)
+    steps = read_parquet(folder / STEPS_FILE)
     if steps.empty:
         return "no steps"
     days = pd.to_datetime(steps["date"])
@@ -160,7 +165,7 @@ def _episode(folder: Path) -> _Episode | str:
 
 def _costs(folder: Path, dates: pd.Series, nav_prev: np.ndarray) -> np.ndarray:
     """Trading costs of each day as a share of the previous NAV."""
-    orders = pd.read_parquet(folder / ORDERS_FILE) if (folder / ORDERS_FILE).exists() else None
+    orders = read_parquet(folder / ORDERS_FILE) if (folder / ORDERS_FILE).exists() else None
     if orders is None or orders.empty:
         return np.zeros(len(dates))
     cost = pd.to_numeric(orders["cost"], errors="coerce").fillna(0.0)
@@ -169,7 +174,7 @@ def _costs(folder: Path, dates: pd.Series, nav_prev: np.ndarray) -> np.ndarray:
 
 
 def _attribute_episode(ep: _Episode, model: FactorModel, dataset: Dataset) -> pd.DataFrame:
-    positions = pd.read_parquet(ep.folder / POSITIONS_FILE)
+    positions = read_parquet(ep.folder / POSITIONS_FILE)
     rows = episode_rows(model, ep.steps["date"])
     weights = pre_return_weights(
         positions, ep.steps["date"], dataset.panel.column_map, len(dataset.panel.symbols)

@@ -14,7 +14,7 @@ import typer
 
 from tradebench.cli.attribute import attribute as attribute_cmd
 from tradebench.cli.data import app as data_app
-from tradebench.cli.kit import console, exits_on_error
+from tradebench.cli.kit import console, exits_on_error, show_warnings
 from tradebench.cli.llm import app as llm_app
 from tradebench.cli.mcq import app as mcq_app
 from tradebench.cli.probe import app as probe_app
@@ -31,6 +31,14 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
 )
+
+
+@app.callback()
+def _setup() -> None:
+    """Library warnings (a window the data does not cover, retried faults) reach the screen."""
+    show_warnings()
+
+
 app.add_typer(data_app, name="data")
 app.command("backtest")(backtest_cmd)
 app.command("run")(run_cmd)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from tradebench.errors import ConfigError, TradebenchError
 
@@ -22,15 +22,54 @@ console = Console(soft_wrap=True, emoji=False)
 err_console = Console(stderr=True, soft_wrap=True, emoji=False)
 
 
+class _WarningLine(logging.Handler):
+    """Prints a library warning as one `warning:` line on stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        err_console.print(
+            "warning: " + " ".join(record.getMessage().split()), highlight=False, markup=False
+        )
+
+
+def show_warnings() -> None:
+    """Route the library's warnings (`tradebench.*` loggers) to the screen, once."""
+    logger = logging.getLogger("tradebench")
+    if not any(isinstance(h, _WarningLine) for h in logger.handlers):
+        handler = _WarningLine(level=logging.WARNING)
+        logger.addHandler(handler)
+
+
+def _ours(exc: BaseException) -> TradebenchError | None:
+    """The first `TradebenchError` in `exc` or, for an exception group, in its leaves."""
+    if isinstance(exc, TradebenchError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _ours(inner)
+            if found is not None:
+                return found
+    return None
+
+
+def error_line(exc: TradebenchError) -> str:
+    """The one line the CLI prints for an error: its message with line breaks folded."""
+    return "error: " + " ".join(str(exc).split())
+
+
 def exits_on_error(fn: Callable[P, R]) -> Callable[P, R]:
-    """Turn a `TradebenchError` into a one-line message and exit code 1 (no traceback)."""
+    """Turn a `TradebenchError` (also one inside an exception group from a task group) into
+    one `error:` line and exit code 1, without a traceback; anything else is a bug and keeps
+    its traceback."""
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
-        except TradebenchError as exc:
-            err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
+        except (TradebenchError, BaseExceptionGroup) as exc:
+            ours = _ours(exc)
+            if ours is None:
+                raise
+            err_console.print(error_line(ours), highlight=False, markup=False)
             raise typer.Exit(code=1) from None
 
     return wrapper

@@ -30,8 +30,10 @@ def build_instruments(
         {
             "symbol": symbols,
             "board": [board_of(s, market) for s in symbols],
-            "list_date": span["min"].to_numpy(),
-            "delist_date": np.where(span["max"] < last_day, span["max"], pd.NaT),
+            "list_date": pd.to_datetime(span["min"]).to_numpy(),
+            # a symbol whose bars stop before the data's last day was delisted then; a
+            # datetime column with NaT (not an object mix), whatever unit the bars carry
+            "delist_date": pd.to_datetime(span["max"].where(span["max"] < last_day)).to_numpy(),
             "sector": [None if sectors is None else sectors.get(s) for s in symbols],
             "name": [None if names is None else names.get(s) for s in symbols],
         }

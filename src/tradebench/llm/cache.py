@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
-from tradebench.errors import CacheMiss, ConfigError
+from tradebench.errors import CacheMiss, ConfigError, DataError
 from tradebench.llm.redact import Redactor
 from tradebench.llm.types import ChatResponse, Message, ModelConfig, ToolChoice, ToolSpec
 
@@ -109,11 +109,18 @@ class ResponseCache:
     def _connect(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, timeout=60.0, check_same_thread=False)
-        conn.execute("PRAGMA busy_timeout=60000")
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute(_SCHEMA)
-        conn.commit()
+        try:
+            conn.execute("PRAGMA busy_timeout=60000")
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(_SCHEMA)
+            conn.commit()
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise DataError(
+                f"{self.path} is not a reply cache ({exc}); move it away, or point the cache "
+                "at another file (spec `cache.path`)"
+            ) from None
         return conn
 
     def get(self, key: str) -> ChatResponse | None:

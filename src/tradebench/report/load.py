@@ -22,7 +22,7 @@ from tradebench.runs.records import (
     STEPS_FILE,
     SUMMARY_FILE,
 )
-from tradebench.runs.store import read_table
+from tradebench.runs.store import read_parquet, read_table
 from tradebench.runs.summary import (
     episode_dirs,
     initial_cash,
@@ -76,7 +76,7 @@ def read_summary(run_dir: Path) -> pd.DataFrame:
     """`summary.parquet` when present, else the summary computed from the episodes."""
     path = run_dir / SUMMARY_FILE
     if path.exists():
-        return normalise_summary(pd.read_parquet(path))
+        return normalise_summary(read_parquet(path))
     return summarise_episodes(run_dir)
 
 

@@ -189,7 +189,7 @@ async def run_models(
             "command to continue"
         ),
     )
-    models = {a.name: pool.model(a.model_config_()) for a in spec.llm_agents()}
+    models = {a.name: pool.model(a.model_config_(), a.retry_policy()) for a in spec.llm_agents()}
 
     async def one(ref: EpisodeRef) -> None:
         ctx = _context(plan, run_dir, ref, models[ref.agent], lambda: progress.bump(steps=1))

@@ -83,16 +83,21 @@ class ModelPool:
         self._models: dict[str, ChatModel] = {}
         self._limiters: dict[str, RateLimiter] = {}
 
-    def model(self, config: ModelConfig) -> ChatModel:
-        """The pool's model for `config` (built once per distinct configuration)."""
-        key = config.model_dump_json()
+    def model(self, config: ModelConfig, retry: RetryPolicy | None = None) -> ChatModel:
+        """The pool's model for `config` (built once per distinct configuration); `retry`
+        overrides the pool's policy for this model."""
+        key = config.model_dump_json() + (retry.model_dump_json() if retry else "")
         if key not in self._models:
             limiter = None
             if self.limits is not None:
                 endpoint = config.base_url or config.provider
                 limiter = self._limiters.setdefault(endpoint, RateLimiter(self.limits))
             self._models[key] = get_model(
-                config, cache=self.cache, budget=self.budget, limits=limiter, retry=self.retry
+                config,
+                cache=self.cache,
+                budget=self.budget,
+                limits=limiter,
+                retry=retry or self.retry,
             )
         return self._models[key]
 

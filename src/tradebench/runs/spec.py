@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from tradebench.errors import ConfigError
 from tradebench.llm.budget import BudgetConfig
+from tradebench.llm.retry import RetryPolicy
 from tradebench.llm.types import ModelConfig
 from tradebench.masking import MASK_LEVELS, MaskLevel
 
@@ -62,6 +63,12 @@ class AgentEntry(BaseModel):
     max_steps: int | None = Field(
         default=None, ge=1, description="cap on this agent's steps per episode (slow models)"
     )
+    timeout_s: float | None = Field(
+        default=None, gt=0, description="per-attempt HTTP timeout (default 120 s)"
+    )
+    max_attempts: int | None = Field(
+        default=None, ge=1, description="attempts per request, first included (default 6)"
+    )
 
     @model_validator(mode="after")
     def _one_kind(self) -> AgentEntry:
@@ -75,6 +82,12 @@ class AgentEntry(BaseModel):
     def is_llm(self) -> bool:
         """True for a model-backed agent."""
         return self.model is not None
+
+    def retry_policy(self) -> RetryPolicy | None:
+        """This agent's retry policy when the spec sets one of its limits, else None."""
+        limits = {"timeout_s": self.timeout_s, "max_attempts": self.max_attempts}
+        given = {k: v for k, v in limits.items() if v is not None}
+        return RetryPolicy(**given) if given else None
 
     def model_config_(self) -> ModelConfig:
         """The `ModelConfig` of an LLM agent."""
@@ -157,6 +170,10 @@ class RunSpec(BaseModel):
             raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
         except (OSError, yaml.YAMLError) as exc:
             raise ConfigError(f"cannot read run spec {path}: {exc}") from None
+        except ValueError as exc:  # YAML reads 2024-13-45 as a date and fails on it
+            raise ConfigError(
+                f"invalid run spec {path}: {exc}; dates are YYYY-MM-DD (a real day)"
+            ) from None
         try:
             return cls.model_validate(raw)
         except ValidationError as exc:

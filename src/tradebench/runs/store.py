@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from tradebench.errors import DataError
 from tradebench.runs.engine import BacktestResult
@@ -18,6 +19,7 @@ from tradebench.runs.records import (
     POSITIONS_FILE,
     RUN_FILE,
     STEPS_FILE,
+    SUMMARY_FILE,
     EpisodeRecord,
     RunRecord,
 )
@@ -106,10 +108,28 @@ def write_run(
     write_json(out / RUN_FILE, record.model_dump(mode="json"))
 
 
+def read_parquet(path: Path, columns: list[str] | None = None) -> pd.DataFrame:
+    """A run folder's Parquet table.
+
+    Raises:
+        DataError: The file is truncated or not Parquet (named, with the fix).
+    """
+    try:
+        return pd.read_parquet(path, columns=columns)
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        summary = Path(path).name == SUMMARY_FILE
+        fix = (
+            "delete it: it is rebuilt from the episode folders"
+            if summary
+            else "delete the episode folder and rerun the same command to redo it"
+        )
+        raise DataError(f"{path} is not a readable Parquet table ({exc}); {fix}") from None
+
+
 def read_table(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
     """The listed columns of a Parquet table (absent ones null, dates as timestamps); an
     empty frame when the file does not exist."""
-    frame = pd.read_parquet(path) if path.exists() else pd.DataFrame()
+    frame = read_parquet(path) if path.exists() else pd.DataFrame()
     out = frame.reindex(columns=list(columns))
     if "date" in out:
         out["date"] = pd.to_datetime(out["date"])

@@ -31,7 +31,7 @@ from tradebench.runs.records import (
     EpisodeRecord,
     infer_kind,
 )
-from tradebench.runs.store import read_episode_record, read_json, read_run_record
+from tradebench.runs.store import read_episode_record, read_json, read_parquet, read_run_record
 
 MASKS: tuple[str, ...] = MASK_LEVELS
 """Mask levels, in display order."""
@@ -64,6 +64,8 @@ META_COLUMNS = (
     "seed",
     "window_start",
     "window_end",
+    "first_day",
+    "last_day",
     "status",
     "n_steps",
     "tokens_in",
@@ -138,7 +140,7 @@ def initial_cash(episode_dir: Path) -> float:
 
 def _step_sums(steps_path: Path) -> dict[str, float]:
     """Step count and token and cost totals (NaN when a column is absent or all null)."""
-    steps = pd.read_parquet(steps_path) if steps_path.exists() else pd.DataFrame()
+    steps = read_parquet(steps_path) if steps_path.exists() else pd.DataFrame()
     out: dict[str, float] = {"n_steps": len(steps)}
     for col in ("tokens_in", "tokens_out", "cost_usd"):
         values = pd.to_numeric(steps[col], errors="coerce") if col in steps else None
@@ -164,6 +166,12 @@ def _unknown_record(folder: Path) -> EpisodeRecord:
     return EpisodeRecord(
         schema_version=1, episode_id=folder.name, agent=folder.name, kind="baseline"
     )
+
+
+def _decision_day(record: EpisodeRecord, which: str) -> Any:
+    """The first or last day the episode actually decided on (None when not recorded)."""
+    days = record.extras.get("decision_days")
+    return days.get(which) if isinstance(days, dict) else None
 
 
 def summary_row(episode_dir: Path, metrics: RowBuilder = default_metrics) -> dict[str, Any]:
@@ -192,6 +200,8 @@ def summary_row(episode_dir: Path, metrics: RowBuilder = default_metrics) -> dic
         "seed": record.seed,
         "window_start": _iso_day(start),
         "window_end": _iso_day(end),
+        "first_day": _iso_day(_decision_day(record, "first")),
+        "last_day": _iso_day(_decision_day(record, "last")),
         "status": str(status),
         **sums,
         **metrics(record, episode_dir),
@@ -218,7 +228,7 @@ def normalise_summary(frame: pd.DataFrame) -> pd.DataFrame:
     inferred = [infer_kind(None, a, m) for a, m in zip(out["agent"], out["mode"], strict=True)]
     out["kind"] = out["kind"].where(out["kind"].isin(KINDS), inferred).astype(str)
     out["status"] = out["status"].fillna("unknown").astype(str)
-    for col in ("window_start", "window_end"):
+    for col in ("window_start", "window_end", "first_day", "last_day"):
         out[col] = [_iso_day(v) for v in out[col]]
     out["seed"] = pd.to_numeric(out["seed"], errors="coerce").astype("Int64")
     out["n_steps"] = pd.to_numeric(out["n_steps"], errors="coerce").fillna(0).astype(int)

@@ -8,8 +8,12 @@ point-in-time view, fills at the open, marks at the close, one journal line per 
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
+
+import numpy as np
+import pandas as pd
 
 from tradebench.agents.loop_types import LoopConfig
 from tradebench.benchmarks.portfolio.agent import PortfolioLLMAgent
@@ -30,6 +34,7 @@ from tradebench.runs.store import write_run
 from tradebench.runs.summary import default_metrics
 
 NAME = "portfolio"
+log = logging.getLogger("tradebench.runs")
 
 
 def _slug(text: str) -> str:
@@ -68,6 +73,26 @@ def expand(spec: RunSpec, modes: list[str]) -> list[EpisodeRef]:
     return out
 
 
+def warn_if_cut(dataset: Dataset, window: Window) -> None:
+    """Say on screen when the data does not cover a window: its episodes run fewer days
+    (the real first and last decision days are recorded in each episode)."""
+    dates = dataset.panel.dates
+    days = trading_days(dataset.panel, str(window.start), str(window.end))
+    first, last = dates[days[0]], dates[days[-1]]
+    if np.datetime64(window.end) > dates[-1] or np.datetime64(window.start) < dates[0]:
+        log.warning(
+            "window %s..%s is not covered by the data (%s..%s): its episodes run %d decision "
+            "days, %s..%s",
+            window.start,
+            window.end,
+            dates[0],
+            dates[-1],
+            len(days),
+            first,
+            last,
+        )
+
+
 def step_cap(*caps: int | None) -> int | None:
     """The tightest of the given step caps (None = no cap)."""
     given = [c for c in caps if c is not None]
@@ -102,6 +127,8 @@ class PortfolioBenchmark:
         unknown = sorted(set(modes) - set(MODES))
         if unknown:
             raise ConfigError(f"unknown modes {unknown}; the portfolio modes are {list(MODES)}")
+        for window in spec.windows:
+            warn_if_cut(dataset, window)
         return expand(spec, modes)
 
     def summary_row(self, record: EpisodeRecord, folder: Any) -> dict[str, Any]:
@@ -130,6 +157,11 @@ class PortfolioBenchmark:
             built = Spec(name=ref.agent)
         window = (str(ref.window.start), str(ref.window.end))
         write_run(ctx.folder, result, score(result), run_record(built, *window, result, rules))
+        days = pd.to_datetime(result.steps["date"])
+        extra["decision_days"] = {
+            "first": str(days.min().date()) if len(days) else None,
+            "last": str(days.max().date()) if len(days) else None,
+        }
         return ref.record(
             NAME, "done", initial_cash=opts.initial_cash, n_steps=len(result.steps), **extra
         )

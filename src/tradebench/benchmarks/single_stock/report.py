@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 from tradebench.report.html import Section, figure_html, mean_std, note, table
 from tradebench.report.load import RunData
 from tradebench.runs.records import EPISODES_DIR, METRICS_FILE, STEPS_FILE
-from tradebench.runs.store import read_episode_record, read_json
+from tradebench.runs.store import read_episode_record, read_json, read_parquet
 
 if TYPE_CHECKING:
     from tradebench.report.sections import ReportOptions
@@ -56,7 +56,7 @@ def _row(folder: Path) -> dict | None:
     scores, guards = metrics["scores"], metrics.get("guards") or {}
     strategy, components = scores["strategy"], scores["components"]
     steps = folder / STEPS_FILE
-    stance = pd.read_parquet(steps, columns=["stance"])["stance"] if steps.exists() else None
+    stance = read_parquet(steps, columns=["stance"])["stance"] if steps.exists() else None
     return {
         "episode_id": folder.name,
         "agent": meta.get("agent"),

@@ -18,7 +18,7 @@ from tradebench.benchmarks.single_stock.series import guard_totals, rescore_seri
 from tradebench.errors import DataError
 from tradebench.metrics import TRADING_DAYS_PER_YEAR
 from tradebench.runs.records import METRICS_FILE, STEPS_FILE, EpisodeRecord
-from tradebench.runs.store import read_json, write_json
+from tradebench.runs.store import read_json, read_parquet, write_json
 
 SERIES_FILE = STEPS_FILE
 """The per-step series is the episode's step table."""
@@ -120,7 +120,7 @@ def read_series(folder: Path) -> pd.DataFrame:
     path = Path(folder) / SERIES_FILE
     if not path.exists():
         raise DataError(f"{path} does not exist; is {folder} a finished single-stock episode?")
-    return pd.read_parquet(path)
+    return read_parquet(path)
 
 
 def rescore_folder(
