@@ -26,10 +26,13 @@ def get_benchmark(name: str) -> Benchmark:
     return BENCHMARKS.get(name)
 
 
-async def run_spec(spec: RunSpec, run_dir: Path, progress: RunProgress | None = None) -> Path:
+async def run_spec(
+    spec: RunSpec, run_dir: Path, progress: RunProgress | None = None, add_cells: bool = False
+) -> Path:
     """Run every unfinished episode of `spec` (its `benchmark`) into `run_dir`; returns the
-    summary path. Rerunning resumes."""
-    return await execute(get_benchmark(spec.benchmark), spec, Path(run_dir), progress)
+    summary path. Rerunning resumes; `add_cells` lets a grown spec add its new cells."""
+    benchmark = get_benchmark(spec.benchmark)
+    return await execute(benchmark, spec, Path(run_dir), progress, add_cells)
 
 
 def build_report(run_dir: Path, options: ReportOptions | None = None) -> Path:

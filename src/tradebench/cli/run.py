@@ -91,6 +91,14 @@ def run(
     out: Annotated[Path, typer.Option("--out", "-o", help="Run folder (rerun to resume).")],
     max_tokens: MaxTokens = None,
     max_cost_usd: MaxCostUsd = None,
+    add_cells: Annotated[
+        bool,
+        typer.Option(
+            "--add-cells",
+            help="The spec grew (more agents, seeds, masks, modes or windows): run only the "
+            "new cells into the existing folder.",
+        ),
+    ] = False,
 ) -> None:
     """Run a spec's whole grid (agents x modes x masks x seeds x windows) into a run folder.
 
@@ -137,7 +145,7 @@ def run(
             )
 
         counters.listeners.append(show)
-        summary = asyncio.run(run_spec(loaded, out, counters))
+        summary = asyncio.run(run_spec(loaded, out, counters, add_cells))
     console.print(
         f"{counters.episodes_done}/{counters.episodes_total} episodes, "
         f"{counters.steps_done:,} steps, {counters.tokens:,} tokens"

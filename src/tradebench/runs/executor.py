@@ -23,6 +23,7 @@ from typing import Any
 from tradebench.data.dataset import Dataset, load_dataset
 from tradebench.data.synth import SynthConfig, synthesize
 from tradebench.errors import ConfigError
+from tradebench.runs.guard import check_spec, die_with_parent, run_lock
 from tradebench.runs.models import ModelPool
 from tradebench.runs.protocol import Benchmark, EpisodeContext, EpisodeRef
 from tradebench.runs.records import (
@@ -104,17 +105,20 @@ class Plan:
     todo: list[EpisodeRef]
 
 
-def plan(benchmark: Benchmark, spec: RunSpec, run_dir: Path) -> Plan:
-    """Resolve the data and options, write the resolved `spec.yaml`, list what is left.
+def plan(benchmark: Benchmark, spec: RunSpec, run_dir: Path, add_cells: bool = False) -> Plan:
+    """Resolve the data and options, check the folder was written with the same spec, write
+    the resolved `spec.yaml`, list what is left.
 
     Raises:
-        ConfigError: Bad options, data or grid cells (before any model call).
+        ConfigError: Bad options, data or grid cells (before any model call), or a spec that
+            differs from the folder's (unless only new cells are added with `add_cells`).
     """
     options = spec.options_as(benchmark.options_model)
     run_dir.mkdir(parents=True, exist_ok=True)
     dataset = resolve_dataset(spec.dataset, run_dir)
     modes = list(spec.modes) or list(benchmark.modes)
     resolved = spec.model_copy(update={"options": options.model_dump(mode="json"), "modes": modes})
+    check_spec(run_dir, resolved, add_cells)
     (run_dir / SPEC_FILE).write_text(resolved.dump(), encoding="utf-8")
     episodes = benchmark.expand(resolved, options, cached_dataset(str(dataset)))
     todo = [ep for ep in episodes if not is_done(episode_folder(run_dir, ep.id))]
@@ -163,7 +167,7 @@ async def run_local(
             steps = await loop.run_in_executor(None, run_in_worker, benchmark, plan, run_dir, ref)
             progress.bump(episodes=1, steps=steps)
         return
-    with ProcessPoolExecutor(max_workers=WORKERS) as pool:
+    with ProcessPoolExecutor(max_workers=WORKERS, initializer=die_with_parent) as pool:
         futures = [
             loop.run_in_executor(pool, run_in_worker, benchmark, plan, run_dir, ref) for ref in todo
         ]
@@ -201,18 +205,35 @@ async def run_models(
 
 
 async def execute(
-    benchmark: Benchmark, spec: RunSpec, run_dir: Path, progress: RunProgress | None = None
+    benchmark: Benchmark,
+    spec: RunSpec,
+    run_dir: Path,
+    progress: RunProgress | None = None,
+    add_cells: bool = False,
 ) -> Path:
-    """Run every unfinished episode of `spec` into `run_dir`; returns the summary path.
+    """Run every unfinished episode of `spec` into `run_dir` (holding its lock); returns the
+    summary path.
 
     Raises:
-        ConfigError: Bad spec, options, data or cells (before any model call).
+        ConfigError: Bad spec, options, data or cells (before any model call), a folder in
+            use by another run, or a folder written with another spec.
         BudgetExceeded: The budget stopped the run cleanly; rerun to continue.
     """
+    with run_lock(Path(run_dir)):
+        return await _execute(benchmark, spec, Path(run_dir), progress, add_cells)
+
+
+async def _execute(
+    benchmark: Benchmark,
+    spec: RunSpec,
+    run_dir: Path,
+    progress: RunProgress | None,
+    add_cells: bool,
+) -> Path:
     progress = progress or RunProgress()
     for line in spec.sampling_warnings():
         log.warning(line)
-    resolved = plan(benchmark, spec, Path(run_dir))
+    resolved = plan(benchmark, spec, Path(run_dir), add_cells)
     progress.episodes_total = len(resolved.episodes)
     progress.bump(episodes=len(resolved.episodes) - len(resolved.todo))
     local = [ep for ep in resolved.todo if ep.kind != "llm"]
