@@ -180,7 +180,7 @@ class HttpChatModel(ABC):
             label=self.config.label,
             rng=self._rng,
         )
-        response = self._parse(raw, tools, tool_choice, latency)
+        response = scrub_response(self._parse(raw, tools, tool_choice, latency), self.redactor)
         if charge is not None:
             charge.settle(response.usage.total)
         if response.parse_error is not None:
@@ -226,6 +226,27 @@ class HttpChatModel(ABC):
         """A redacted, shortened piece of a body for error messages."""
         clean = self.redactor.text(text.strip().replace("\n", " "))
         return clean if len(clean) <= limit else clean[:limit] + "..."
+
+
+def scrub_response(response: ChatResponse, redactor: Redactor) -> ChatResponse:
+    """The reply with credentials scrubbed from its text and tool calls, at the model
+    boundary: an endpoint that echoes the key (a hostile or misconfigured proxy) cannot put
+    it into the cache, the traces, the orders or the report. Replays return what was live."""
+    message = response.message
+    calls = [
+        c.model_copy(
+            update={
+                "arguments": redactor.value(c.arguments),
+                "raw_arguments": redactor.text(c.raw_arguments),
+            }
+        )
+        for c in message.tool_calls
+    ]
+    clean = message.model_copy(
+        update={"content": redactor.text(message.content), "tool_calls": calls}
+    )
+    error = None if response.parse_error is None else redactor.text(response.parse_error)
+    return response.model_copy(update={"message": clean, "parse_error": error})
 
 
 def unreadable(reason: str, latency_s: float, usage: Usage | None = None) -> ChatResponse:

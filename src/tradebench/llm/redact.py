@@ -11,6 +11,7 @@ import logging
 import os
 import re
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 REDACTED = "[REDACTED]"
 _SECRET_ENV = re.compile(r"(?i)(api[-_]?key|token|secret|password)")
@@ -51,6 +52,16 @@ class Redactor:
         if any(hint in lowered for hint in _HINTS):
             for pattern in _PATTERNS:
                 value = pattern.sub(lambda m: m.group(1) + REDACTED, value)
+        return value
+
+    def value(self, value: Any) -> Any:
+        """A JSON-like value with every string in it (keys too) scrubbed."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {self.value(k): self.value(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.value(v) for v in value]
         return value
 
     def headers(self, headers: Mapping[str, str]) -> dict[str, str]:
