@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import os
+import statistics
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 ROOT = Path(__file__).resolve().parents[1]
+REPEATS = 3
+"""Default number of timed repeats per measurement (the median is reported)."""
+
+T = TypeVar("T")
 
 
 def shared_data() -> Path:
@@ -46,3 +52,23 @@ def import_real_cn(out: Path, start: str | None = None, end: str | None = None) 
         )
     )
     return out
+
+
+def repeat_timed(fn: Callable[[], T], repeats: int = REPEATS) -> tuple[list[float], T]:
+    """Wall times of `repeats` calls of `fn` (seconds) and the last call's result."""
+    times: list[float] = []
+    result: T
+    for _ in range(max(repeats, 1)):
+        start = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - start)
+    return times, result
+
+
+def spread(times: list[float], unit: float = 1.0, fmt: str = ".3f") -> str:
+    """`median (min .. max, n=k)` of `times` scaled by `unit`."""
+    scaled = [t * unit for t in times]
+    return (
+        f"{statistics.median(scaled):{fmt}} ({min(scaled):{fmt}} .. {max(scaled):{fmt}}, "
+        f"n={len(scaled)})"
+    )

@@ -33,6 +33,12 @@ TEXT_DATE_RE = re.compile(
     r"|\d{1,2}\s+(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?,?\s+\d{4}"
     r"|\d{4}年\d{1,2}月\d{1,2}日)"
 )
+A_SHARE_CODE_RE = re.compile(r"(?:SH|SZ|BJ)\d{6}")
+# Every way an A-share code is written (`SH600519`, `600519.SH`, `SH.600519`): matching this
+# one shape and looking the code up is far cheaper than an alternation of every code.
+A_SHARE_FORM_RE = re.compile(
+    r"(?<![A-Za-z0-9])(?:(?:SH|SZ|BJ)\.?\d{6}|\d{6}\.(?:SH|SZ|BJ))(?![A-Za-z0-9])"
+)
 CHINESE_DATE_RE = re.compile(r"(\d{4})年(\d{1,2})月(\d{1,2})日")
 
 
@@ -89,7 +95,7 @@ class Masker:
         if self.digit_symbols and not any(c.isdigit() for c in text):
             return text  # every symbol and every date form holds a digit
         if hides_stocks(self.level) and self._symbol_re is not None:
-            text = self._symbol_re.sub(lambda m: self.alias_of[self._code_of(m.group(0))], text)
+            text = self._symbol_re.sub(self._symbol_sub, text)
         if hides_dates(self.level):
             text = DATE_RE.sub(self._date_sub, text)
             text = TEXT_DATE_RE.sub(self._text_date_sub, text)
@@ -103,6 +109,10 @@ class Masker:
     def symbol_label(self, symbol: str) -> str:
         """The identifier of a symbol under this level."""
         return self.alias_of.get(symbol, symbol) if hides_stocks(self.level) else symbol
+
+    def _symbol_sub(self, m: re.Match[str]) -> str:
+        form = m.group(0)
+        return self.alias_of.get(self._code_of(form), form)
 
     def _code_of(self, form: str) -> str:
         """The dataset code of a written form (`600519.SH` and `SH.600519` are `SH600519`)."""
@@ -231,7 +241,9 @@ def build_masker(
     cal = np.asarray(calendar).astype("datetime64[D]")
     origin = int(np.searchsorted(cal, np.datetime64(pd.Timestamp(first_day).date(), "D")))
     pattern = None
-    if ordered:
+    if ordered and all(A_SHARE_CODE_RE.fullmatch(s) for s in ordered):
+        pattern = A_SHARE_FORM_RE  # one shape for every form; unknown codes are kept
+    elif ordered:
         forms = {f for s in ordered for f in code_forms(s)}
         longest_first = sorted(forms, key=len, reverse=True)
         pattern = re.compile(

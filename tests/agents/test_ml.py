@@ -1,7 +1,12 @@
-"""Factor-model baselines: the model registry, leak-free training sets, top-k dropout, cache."""
+"""Factor-model baselines: the model registry, leak-free training sets, top-k dropout, cache.
+
+Only the tests that train a model need LightGBM or scikit-learn (the `ml` extra); they
+skip one by one when it is absent, the registry, training-set and dropout tests always run.
+"""
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -24,8 +29,19 @@ from tradebench.errors import ConfigError
 from tradebench.features.alpha import LABEL_HORIZON
 from tradebench.view import MarketView
 
-pytest.importorskip("lightgbm", reason="needs the ml extra: pip install 'tradebench[ml]'")
-pytest.importorskip("sklearn", reason="needs the ml extra: pip install 'tradebench[ml]'")
+
+def needs(module: str) -> pytest.MarkDecorator:
+    """Skip a test when `module` (from the `ml` extra) is not installed."""
+    return pytest.mark.skipif(
+        importlib.util.find_spec(module) is None,
+        reason=f"needs {module}, from the ml extra: pip install 'tradebench[ml]'",
+    )
+
+
+def _library(model: str) -> str:
+    """Top-level package that trains a registered model type (`lightgbm` or `sklearn`)."""
+    return MODELS.build(model)[0].estimator.split(".")[0]
+
 
 SMALL = {
     "lightgbm": {"num_boost_round": 20, "num_leaves": 8, "lambda_l1": 0.0, "lambda_l2": 0.0},
@@ -56,7 +72,9 @@ def test_lightgbm_defaults_are_qlibs_csi300_config() -> None:
 
 
 @pytest.mark.filterwarnings("ignore:Stochastic Optimizer")
-@pytest.mark.parametrize("name", sorted(MODELS.names()))
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=needs(_library(n))) for n in sorted(MODELS.names())]
+)
 def test_every_model_learns_a_planted_signal(name: str) -> None:
     rng = np.random.RandomState(1337)
     x = rng.normal(size=(1500, 12)).astype(np.float32)
@@ -140,6 +158,7 @@ def test_topk_dropout_follows_qlib() -> None:
     assert sell == ["X"] and buy == ["C"]  # an unscored holding (left the index) goes first
 
 
+@needs("sklearn")
 def test_models_are_cached_by_data_config_and_windows(panel: Panel, tmp_path: Path) -> None:
     spec, _ = MODELS.build("ridge")
     view = MarketView(panel, ANCHOR)

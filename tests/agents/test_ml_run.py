@@ -1,7 +1,12 @@
-"""End to end: factor-model baselines through `tradebench run`, `attribute` and `report`."""
+"""End to end: factor-model baselines through `tradebench run`, `attribute` and `report`.
+
+The end-to-end run trains LightGBM and scikit-learn models and skips without the `ml`
+extra; the error path of `attribute` needs neither and always runs.
+"""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -12,13 +17,14 @@ from typer.testing import CliRunner
 
 from tradebench.cli import app
 
-pytest.importorskip("lightgbm", reason="needs the ml extra: pip install 'tradebench[ml]'")
-pytest.importorskip("sklearn", reason="needs the ml extra: pip install 'tradebench[ml]'")
-
 runner = CliRunner()
 TRAIN = {"train_days": 120, "valid_days": 40}
 
 
+@pytest.mark.skipif(
+    importlib.util.find_spec("lightgbm") is None or importlib.util.find_spec("sklearn") is None,
+    reason="needs lightgbm and scikit-learn, the ml extra: pip install 'tradebench[ml]'",
+)
 def test_factor_models_run_attribute_and_report(cn_dataset_dir: Path, tmp_path: Path) -> None:
     cache = str(tmp_path / "models")
     lgb_params = {"num_boost_round": 20, "num_leaves": 16, "lambda_l1": 0.0, "lambda_l2": 0.0}
