@@ -42,3 +42,11 @@ class ToolError(TradebenchError):
     Unlike other errors it does not fail the run: the agent loop returns its message to
     the model as the tool result. Its text must already be masked.
     """
+
+
+class SandboxUnavailable(TradebenchError):
+    """This machine cannot confine model-written code with every layer the sandbox needs.
+
+    Raised before any untrusted code runs; the message names the missing layers and how
+    to opt in to a weaker sandbox.
+    """

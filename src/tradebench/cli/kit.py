@@ -91,6 +91,14 @@ MaxCostUsd = Annotated[
         help="Budget: cap on estimated cost in USD; needs a --price for every model.",
     ),
 ]
+AllowWeakSandbox = Annotated[
+    bool,
+    typer.Option(
+        "--allow-weak-sandbox",
+        help="Run model-written code even where the kernel lacks a sandbox layer "
+        "(user namespaces, Landlock, seccomp); results list the layers that held.",
+    ),
+]
 Prices = Annotated[
     list[str] | None,
     typer.Option(

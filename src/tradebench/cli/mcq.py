@@ -11,6 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from tradebench.cli.kit import (
+    AllowWeakSandbox,
     MaxCostUsd,
     MaxTokens,
     Prices,
@@ -248,6 +249,7 @@ def eval_cmd(
     sandbox_timeout: Annotated[
         float, typer.Option(help="with_tools: seconds per run_python call.")
     ] = 30.0,
+    allow_weak_sandbox: AllowWeakSandbox = False,
     limit: Annotated[int | None, typer.Option(min=1, help="Only the first N questions.")] = None,
     cache_mode: Annotated[str, typer.Option(help="readwrite, replay or off.")] = "readwrite",
     report: Annotated[bool, typer.Option(help="Also write report.html.")] = True,
@@ -283,6 +285,7 @@ def eval_cmd(
         concurrency=concurrency,
         max_tool_calls=max_tool_calls,
         sandbox_timeout_s=sandbox_timeout,
+        allow_weak_sandbox=allow_weak_sandbox,
         cache_mode=cache_mode,  # type: ignore[arg-type]
         budget=budget_config(max_tokens, max_cost_usd, price),
     )
@@ -346,6 +349,7 @@ def mine_cmd(
     ] = 120.0,
     solver_timeout: Annotated[float, typer.Option(help="Seconds per solver run_python.")] = 30.0,
     max_tool_calls: Annotated[int, typer.Option(min=0, help="Solver run_python calls.")] = 8,
+    allow_weak_sandbox: AllowWeakSandbox = False,
     concurrency: Annotated[int, typer.Option(min=1, help="Attempts processed at once.")] = 4,
     history: Annotated[int, typer.Option(min=0, help="Earlier attempts shown.")] = 12,
     reply_max_tokens: Annotated[
@@ -400,6 +404,7 @@ def mine_cmd(
         code_timeout_s=code_timeout,
         solver_timeout_s=solver_timeout,
         max_tool_calls=max_tool_calls,
+        allow_weak_sandbox=allow_weak_sandbox,
         concurrency=concurrency,
         history=history,
         data=data,

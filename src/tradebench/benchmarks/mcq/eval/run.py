@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tradebench.benchmarks.mcq.bars import bars_csv, load_bars
 from tradebench.benchmarks.mcq.eval.report import mcq_report
+from tradebench.benchmarks.mcq.eval.sandbox_tool import limits_for
 from tradebench.benchmarks.mcq.eval.solve import (
     SOLVERS,
     Mode,
@@ -46,6 +47,7 @@ from tradebench.llm.types import ModelConfig
 from tradebench.registry import Spec
 from tradebench.runs.models import ModelPool
 from tradebench.runs.records import BUDGET_FILE, CACHE_FILE
+from tradebench.sandbox import sandbox_preflight
 
 log = logging.getLogger("tradebench.mcq")
 RESULTS_FILE = "results.parquet"
@@ -101,6 +103,8 @@ class EvalSpec(BaseModel):
     """`with_tools`: run_python calls allowed per question."""
     sandbox_timeout_s: float = Field(default=30.0, gt=0)
     """`with_tools`: wall-clock limit of one run_python call."""
+    allow_weak_sandbox: bool = False
+    """`with_tools`: run model code even where the kernel lacks a sandbox layer."""
     cache_mode: CacheMode = "readwrite"
     """Response cache mode (`replay` reruns without any endpoint)."""
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
@@ -111,7 +115,10 @@ class EvalSpec(BaseModel):
         if self.mode == "no_tools":
             return SOLVERS.build("no_tools", prompt=self.no_tools_prompt)
         return SOLVERS.build(
-            "with_tools", max_tool_calls=self.max_tool_calls, timeout_s=self.sandbox_timeout_s
+            "with_tools",
+            max_tool_calls=self.max_tool_calls,
+            timeout_s=self.sandbox_timeout_s,
+            allow_weak_sandbox=self.allow_weak_sandbox,
         )
 
 
@@ -185,6 +192,8 @@ class EvalSummary(BaseModel):
     """Runs and temperature in words, and what the spread across runs means."""
     models: list[ModelSummary]
     """One entry per model (each also states its temperature and baselines)."""
+    sandbox_layers: list[str] | None = None
+    """`with_tools`: the sandbox layers that took effect on this machine (None without tools)."""
 
 
 class EvalOutcome(BaseModel):
@@ -334,6 +343,9 @@ def run_eval(
         records = records[:limit]
     if not records:
         raise ConfigError(f"{questions} holds no questions to evaluate")
+    layers = None
+    if spec.mode == "with_tools":  # before any model call: refuse where code cannot be confined
+        layers = sandbox_preflight(limits_for(spec.sandbox_timeout_s, spec.allow_weak_sandbox))
     out_dir.mkdir(parents=True, exist_ok=True)
     files = question_files(records, spec.mode)
     with model_pool(spec, out_dir, retry) as pool:
@@ -349,6 +361,7 @@ def run_eval(
         prompts_sha256=prompts_sha256(),
         sampling=sampling_note(spec.runs, [m.temperature for m in spec.models]),
         models=summarise(pd.read_parquet(results)),
+        sandbox_layers=None if layers is None else list(layers),
     )
     summary_path = out_dir / SUMMARY_FILE
     text = json.dumps(summary.model_dump(mode="json"), indent=2, ensure_ascii=False)

@@ -49,9 +49,12 @@ SPEC = ToolSpec(
 )
 
 
-def limits_for(timeout_s: float) -> SandboxLimits:
-    """Sandbox limits with a wall-clock limit and the same CPU seconds (at least one)."""
-    return SandboxLimits(timeout_s=timeout_s, cpu_s=max(1, math.ceil(timeout_s)))
+def limits_for(timeout_s: float, allow_weak: bool = False) -> SandboxLimits:
+    """Sandbox limits with a wall-clock limit and the same CPU seconds (at least one);
+    `allow_weak` runs code even where the kernel lacks a layer (`--allow-weak-sandbox`)."""
+    return SandboxLimits(
+        timeout_s=timeout_s, cpu_s=max(1, math.ceil(timeout_s)), allow_weak=allow_weak
+    )
 
 
 def scrub(text: str) -> str:

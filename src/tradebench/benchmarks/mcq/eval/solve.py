@@ -219,7 +219,11 @@ def no_tools_solver(prompt: NoToolsPrompt = "letter") -> Solver:
 
 @SOLVERS.register("with_tools")
 def with_tools_solver(
-    max_tool_calls: int = 8, timeout_s: float = 30.0, max_submit_retries: int = 2
+    max_tool_calls: int = 8,
+    timeout_s: float = 30.0,
+    max_submit_retries: int = 2,
+    allow_weak_sandbox: bool = False,
 ) -> Solver:
     """The tools solver: research budget, sandbox wall-clock limit per call, retries."""
-    return WithToolsSolver(max_tool_calls, max_submit_retries, limits_for(timeout_s))
+    limits = limits_for(timeout_s, allow_weak_sandbox)
+    return WithToolsSolver(max_tool_calls, max_submit_retries, limits)

@@ -52,6 +52,7 @@ from tradebench.llm.base import ChatModel
 from tradebench.llm.retry import RetryPolicy
 from tradebench.llm.types import ChatResponse, Message
 from tradebench.runs.models import ModelPool
+from tradebench.sandbox import sandbox_preflight
 
 log = logging.getLogger("tradebench.mcq")
 EXCERPT = 160
@@ -200,7 +201,7 @@ async def _solve(ctx: MineContext, posed: Posed) -> tuple[SolveResult, SolveResu
     first = await NoToolsSolver()(ctx.solver, posed, 0)
     if first.letter == posed.answer:
         return first, None
-    limits = limits_for(ctx.spec.solver_timeout_s)
+    limits = limits_for(ctx.spec.solver_timeout_s, ctx.spec.allow_weak_sandbox)
     second = await WithToolsSolver(ctx.spec.max_tool_calls, limits=limits)(ctx.solver, posed, 0)
     return first, second
 
@@ -217,7 +218,7 @@ def _verdict(first: SolveResult, second: SolveResult | None, answer: str) -> tup
 
 async def _finish(ctx: MineContext, draft: Draft) -> Done:
     """Verify, then run both solver stages; the attempt, the stored question, the log."""
-    limits = limits_for(ctx.spec.code_timeout_s)
+    limits = limits_for(ctx.spec.code_timeout_s, ctx.spec.allow_weak_sandbox)
     checked = await verify(draft.blocks, draft.seed, ctx.files, limits)
     entry = dict(draft.log)
     entry["code_runs"] = [{"seed": r.seed, **r.result} for r in checked.runs]
@@ -410,6 +411,7 @@ def run_mine(
         ProviderError: An endpoint failed after every retry (finished rounds are kept).
         BudgetStop: The budget ran out (finished rounds are kept); rerun to continue.
     """
+    sandbox_preflight(limits_for(spec.code_timeout_s, spec.allow_weak_sandbox))
     db = MineDB(root)
     history = db.prior_attempts()
     run = db.unfinished_run(history)

@@ -54,6 +54,8 @@ class MineSpec(BaseModel):
     """Wall-clock limit of one run_python call of the stage-2 solver."""
     max_tool_calls: int = Field(default=8, ge=0)
     """run_python calls allowed to the stage-2 solver."""
+    allow_weak_sandbox: bool = False
+    """Run model code even where the kernel lacks a sandbox layer."""
     concurrency: int = Field(default=4, ge=1)
     """Attempts verified and solved at once."""
     history: int = Field(default=12, ge=0)
