@@ -13,6 +13,7 @@ import json
 import os
 import platform
 import secrets
+import shutil
 import signal
 import socket
 import stat
@@ -521,3 +522,69 @@ def test_the_sandbox_dies_with_a_killed_harness() -> None:
         harness.kill()  # kill -9 mid-run: no cleanup code of ours runs
         harness.wait()
     assert _wait_for(lambda: not _processes_with(token))
+
+
+AS_USER = """
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+from tradebench.sandbox import REQUIRED_LAYERS, run_python
+mine = os.path.join(sys.argv[2], "mine.txt")
+open(mine, "w").write("mine")
+os.chmod(mine, 0o644)
+code = "\\n".join([
+    "import os",
+    "try:",
+    f"    os.chmod({mine!r}, 0o777)",
+    "    print('changed')",
+    "except OSError as exc:",
+    "    print(type(exc).__name__)",
+])
+result = run_python(code)
+print(json.dumps({"stdout": result.stdout, "enforced": result.enforced,
+                  "mode": oct(os.stat(mine).st_mode & 0o777), "required": REQUIRED_LAYERS}))
+"""
+
+
+def _system_python() -> str | None:
+    for candidate in ("/usr/bin/python3", "/usr/local/bin/python3"):
+        probe = (
+            subprocess.run(
+                [
+                    "setpriv",
+                    "--reuid=65534",
+                    "--regid=65534",
+                    "--clear-groups",
+                    candidate,
+                    "-c",
+                    "import sys; assert sys.version_info >= (3, 11)",
+                ],
+                capture_output=True,
+                check=False,
+            )
+            if os.path.exists(candidate)
+            else None
+        )
+        if probe is not None and probe.returncode == 0:
+            return candidate
+    return None
+
+
+def test_an_ordinary_user_gets_every_layer_and_keeps_its_own_files(open_dir: Path) -> None:
+    """As an ordinary user there is no dedicated uid: the program keeps the user's uid, and
+    the seccomp filter is what stops it changing the user's own files outside."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to run the harness as an ordinary user")
+    python = _system_python()
+    if python is None:
+        pytest.skip("no Python >= 3.11 that an ordinary user can run")
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c"]
+    out = subprocess.run(
+        [*cmd, AS_USER, src, str(open_dir)], capture_output=True, text=True, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["stdout"] == "PermissionError\n"
+    assert report["mode"] == "0o644"
+    for layer in report["required"]:
+        assert any(x.startswith(layer) for x in report["enforced"]), report["enforced"]
