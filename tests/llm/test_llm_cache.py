@@ -11,7 +11,7 @@ import pytest
 from tradebench.errors import CacheMiss, ConfigError
 from tradebench.llm.cache import ResponseCache, canonical_request, request_key
 from tradebench.llm.loopback import Reply
-from tradebench.llm.types import ChatResponse, Message, ModelConfig, Usage
+from tradebench.llm.types import CallFaults, ChatResponse, Message, ModelConfig, Usage
 
 ASK = [Message(role="user", content="price of AAPL?")]
 
@@ -44,6 +44,8 @@ def test_readwrite_serves_repeats_from_cache(loopback, make_model, tmp_path, pri
     third = asyncio.run(model.generate(ASK, [price_tool], "get_price", sample_index=1))
     assert not first.cached and second.cached and not third.cached
     assert second.model_dump(exclude={"cached"}) == first.model_dump(exclude={"cached"})
+    assert (first.http_attempts, second.http_attempts) == (1, 0)  # a hit met no endpoint
+    assert second.faults == CallFaults()
     assert len(loopback.requests) == 2 and len(cache) == 2
     assert (cache.stats.hits, cache.stats.writes) == (1, 2)
     mode = sqlite3.connect(tmp_path / "c.sqlite").execute("PRAGMA journal_mode").fetchone()[0]

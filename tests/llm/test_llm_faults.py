@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import random
+import sqlite3
 import time
 
 import pytest
 
 from tradebench.errors import ProviderError
+from tradebench.llm.cache import ResponseCache
 from tradebench.llm.loopback import Reply
 from tradebench.llm.retry import RetryPolicy, parse_retry_after
-from tradebench.llm.types import Message
+from tradebench.llm.types import CallFaults, Message
 
 PROVIDERS = ["openai", "anthropic"]
 ASK = [Message(role="user", content="go")]
@@ -40,9 +43,71 @@ def test_fault_matrix_is_survived_with_counts(loopback, make_model, price_tool, 
     assert stats.faults == {"http_429": 1, "http_5xx": 2, "connection": 1, "timeout": 1}
     assert stats.failures == 0 and stats.parse_failures == 0
     assert elapsed >= 0.3 + 0.5  # honoured Retry-After, waited out the timeout
+    # the same counts travel with the reply, for the run records
+    faults = reply.faults
+    assert faults.by_kind() == {"http_429": 1, "http_5xx": 2, "connection": 1, "timeout": 1}
+    assert faults.retries == 5 and reply.http_attempts == 6 and not reply.cached
+    assert faults.retry_wait_s >= 0.3  # the honoured Retry-After, plus the backoffs
+    assert faults.failed_attempt_s >= 0.5  # the attempt that waited out the timeout
     assert len(loopback.requests) == 6
     # every attempt carried the same body
     assert len({str(r.body) for r in loopback.requests}) == 1
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_reply_after_429_and_503_carries_its_faults(loopback, make_model, price_tool, provider):
+    """429 with Retry-After, then 503, then success: one reply, its faults on it."""
+    loopback.push(
+        Reply.error(429, retry_after=0.05),
+        Reply.error(503),
+        Reply.tool("get_price", {"symbol": "AAPL"}),
+    )
+    retry = RetryPolicy(max_attempts=4, base_delay_s=0.01, jitter=0.0, timeout_s=5)
+    reply = asyncio.run(make_model(provider, retry=retry).generate(ASK, [price_tool], "get_price"))
+    assert reply.message.tool_calls[0].arguments == {"symbol": "AAPL"}
+    assert [r.reply for r in loopback.requests] == ["error", "error", "tool_calls"]
+    faults = reply.faults
+    assert (faults.retries, faults.http_429, faults.http_5xx) == (2, 1, 1)
+    assert (faults.timeout, faults.connection, faults.other) == (0, 0, 0)
+    assert reply.http_attempts == 3
+    # the honoured Retry-After, then the second backoff (0.01 * 2): as scheduled
+    assert faults.retry_wait_s >= 0.05
+    assert faults.retry_wait_s == pytest.approx(0.05 + 0.02)
+    assert faults.failed_attempt_s > 0
+
+
+def test_other_retryable_statuses_are_counted_as_other(loopback, make_model):
+    loopback.push(Reply.error(408, retry_after=0.01), Reply.error(425), Reply.say("ok"))
+    reply = asyncio.run(make_model().generate(ASK))
+    assert reply.faults.other == 2 and reply.faults.retries == 2
+    assert reply.faults.by_kind() == {"other": 2}
+
+
+def test_a_clean_reply_has_no_faults(loopback, make_model):
+    reply = asyncio.run(make_model().generate(ASK))
+    assert reply.faults == CallFaults() and reply.http_attempts == 1
+
+
+def test_faults_are_not_cached_and_a_hit_carries_none(loopback, make_model, tmp_path):
+    """The reply is cached as it came; its faults are not: a hit (and a replay) has none."""
+    loopback.push(Reply.error(429, retry_after=0.01), Reply.drop(), Reply.say("the reply"))
+    path = tmp_path / "cache.sqlite"
+    cache = ResponseCache(path)
+    live = asyncio.run(make_model(cache=cache).generate(ASK))
+    hit = asyncio.run(make_model(cache=cache).generate(ASK))
+    assert live.faults.by_kind() == {"http_429": 1, "connection": 1}
+    assert hit.cached and hit.faults == CallFaults() and hit.http_attempts == 0
+    assert hit.model_dump(exclude={"cached", "faults"}) == live.model_dump(
+        exclude={"cached", "faults"}
+    )
+    cache.close()
+    (row,) = sqlite3.connect(path).execute("SELECT response FROM replies").fetchall()
+    assert "faults" not in json.loads(row[0]) and "cached" not in json.loads(row[0])
+    assert json.loads(row[0]) == live.model_dump(mode="json", exclude={"cached", "faults"})
+    loopback.stop()
+    replayed = asyncio.run(make_model(cache=ResponseCache(path, mode="replay")).generate(ASK))
+    assert replayed.faults == CallFaults() and replayed.message == live.message
+    assert len(loopback.requests) == 3  # the hit and the replay never reached the server
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

@@ -10,7 +10,13 @@ import pandas as pd
 import pytest
 
 from tradebench.errors import ConfigError, DataError
-from tradebench.metrics import SCHEMA_VERSION, BenchmarkPanel, MetricPanel, compute_panel
+from tradebench.metrics import (
+    FAULT_COLUMNS,
+    SCHEMA_VERSION,
+    BenchmarkPanel,
+    MetricPanel,
+    compute_panel,
+)
 
 KEYS = [
     "total_return",
@@ -299,9 +305,10 @@ def test_json_keys_and_nulls() -> None:
     text = p.to_json()
     assert "NaN" not in text and "Infinity" not in text
     data = json.loads(text)
-    assert list(data) == ["schema_version", *KEYS, "benchmark"]
-    assert data["schema_version"] == SCHEMA_VERSION == 2
+    assert list(data) == ["schema_version", *KEYS, "benchmark", *FAULT_COLUMNS]
+    assert data["schema_version"] == SCHEMA_VERSION == 3
     assert data["ece"] is None and data["parse_failure_rate"] is None
+    assert all(data[k] is None for k in FAULT_COLUMNS)  # a baseline has no endpoint
     assert list(data["benchmark"]) == ["total_return", "sharpe", "max_drawdown"]
     assert MetricPanel.model_validate_json(text) == p
 
@@ -323,3 +330,40 @@ def test_panel_is_frozen_strict_and_documented() -> None:
     for model in (MetricPanel, BenchmarkPanel):
         for name, field in model.model_fields.items():
             assert field.description, f"{model.__name__}.{name} has no docstring"
+
+
+def test_endpoint_faults_are_episode_totals() -> None:
+    steps = llm_steps().assign(
+        faults_429=_int([0, 1, 0, 2]),
+        faults_5xx=_int([1, 0, 0, 0]),
+        faults_timeout=_int([0, 0, 0, 0]),
+        faults_connection=_int([0, 0, 1, 0]),
+        faults_other=_int([0, 0, 0, 0]),
+        http_retries=_int([1, 1, 1, 2]),
+        retry_wait_s=[0.5, 0.25, 0.0, 1.5],
+        failed_attempt_s=[0.01, 0.02, 0.5, 0.0],
+    )
+    p = compute_panel(steps, positions(), llm_orders(), initial_cash=100.0)
+    assert (p.faults_429, p.faults_5xx, p.faults_timeout, p.faults_connection) == (3, 1, 0, 1)
+    assert p.faults_other == 0 and p.http_retries == 5
+    assert p.retry_wait_s == pytest.approx(2.25) and p.failed_attempt_s == pytest.approx(0.53)
+    data = json.loads(p.to_json())
+    assert data["faults_429"] == 3 and isinstance(data["http_retries"], int)
+    assert MetricPanel.model_validate_json(p.to_json()) == p
+
+
+def test_steps_recorded_before_faults_give_null_totals() -> None:
+    p = compute_panel(llm_steps(), positions(), llm_orders(), initial_cash=100.0)
+    assert all(getattr(p, k) is None for k in FAULT_COLUMNS)  # not zero: not recorded
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_older_panels_still_read(version: int) -> None:
+    """metrics.json of versions 1 and 2 (no fault totals; v1 without the v2 fields)."""
+    p = compute_panel(llm_steps(), positions(), llm_orders(), initial_cash=100.0)
+    old = {k: v for k, v in p.model_dump().items() if k not in FAULT_COLUMNS}
+    if version == 1:
+        old = {k: v for k, v in old.items() if k not in ("fallback_steps", "malformed_reply_rate")}
+    read = MetricPanel.model_validate({**old, "schema_version": version})
+    assert read.schema_version == version and read.http_retries is None
+    assert read.total_return == p.total_return

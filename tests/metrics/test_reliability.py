@@ -12,6 +12,7 @@ from tradebench.metrics import (
     fallback_steps,
     malformed_reply_rate,
     parse_failure_rate,
+    step_total,
     tool_validity_rate,
 )
 
@@ -70,3 +71,12 @@ def test_tool_validity_rate_skips_null_steps() -> None:
 def test_tool_validity_rate_inconsistent_raises(calls: list, valid: list) -> None:
     with pytest.raises(DataError):
         tool_validity_rate(calls, valid)
+
+
+def test_step_total_sums_recorded_steps_and_keeps_null_apart_from_zero() -> None:
+    assert step_total([0, 2, 1]) == 3.0 and step_total([0.5, None, 0.25]) == 0.75
+    assert step_total(pd.Series([0, 0], dtype="Int64")) == 0.0  # recorded, no fault
+    assert math.isnan(step_total(pd.Series([None, None], dtype="Int64")))  # not recorded
+    assert math.isnan(step_total([]))
+    with pytest.raises(DataError, match="negative"):
+        step_total([1, -1], "faults_429")

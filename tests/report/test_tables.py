@@ -19,6 +19,7 @@ from tradebench.report.tables import (
     BENCHMARK_LABEL,
     benchmark_curves,
     equity_curves,
+    fault_totals,
     metric_panel,
     mode_mask_matrix,
     rejection_counts,
@@ -26,6 +27,7 @@ from tradebench.report.tables import (
     status_counts,
     usage_totals,
 )
+from tradebench.runs.summary import normalise_summary
 
 
 @pytest.fixture(scope="module")
@@ -152,3 +154,32 @@ def test_rationale_sample_is_seeded_and_per_mask(run: RunData) -> None:
     assert baselines["stock_id"].str.match(r"^S[HZ]\d{6}$").all()
     full = sample_rationales(run, per_mask=100, seed=0)
     assert (full["mask"] == "blinded").sum() == len(LLM_ORDERS)
+
+
+def test_fault_totals_sum_per_cell_with_a_total_row() -> None:
+    mem, research = "memory_only", "open_research"
+    rows = [
+        (mem, 0, {"faults_429": 2, "http_retries": 3, "retry_wait_s": 1.5}),
+        (mem, 1, {"faults_429": 1, "http_retries": 1, "retry_wait_s": 0.5}),
+        (research, 0, {"faults_429": 0, "http_retries": 0, "retry_wait_s": 0}),
+        (research, 1, {}),  # recorded before faults were: null
+    ]
+    frame = pd.DataFrame(
+        [
+            {"episode_id": f"{m}_{s}", "agent": "gpt", "kind": "llm", "mode": m, "mask": "bright"}
+            | v
+            for m, s, v in rows
+        ]
+        + [{"episode_id": "ew", "agent": "ew", "kind": "baseline"}]
+    )
+    table = fault_totals(normalise_summary(frame)).set_index("cell")
+    assert list(table.index) == [
+        "gpt · memory_only · bright",
+        "gpt · open_research · bright",
+        "all cells",
+    ]
+    assert table.loc["gpt · memory_only · bright", "faults_429"] == 3
+    assert table.loc["gpt · memory_only · bright", "retry_wait_s"] == pytest.approx(2.0)
+    assert table.loc["gpt · open_research · bright", "http_retries"] == 0  # 0 + null
+    assert table.loc["all cells", "http_retries"] == 4 and table.loc["all cells", "episodes"] == 4
+    assert pd.isna(table.loc["all cells", "faults_5xx"])  # recorded nowhere

@@ -12,6 +12,7 @@ import pytest
 
 from tradebench.benchmarks import build_report
 from tradebench.runs.records import (
+    FAULT_COLUMNS,
     ORDER_COLUMNS,
     POSITION_COLUMNS,
     RECORD_VERSION,
@@ -20,7 +21,7 @@ from tradebench.runs.records import (
     RunRecord,
 )
 from tradebench.runs.store import read_episode_record, read_run_record
-from tradebench.runs.summary import normalise_summary, summarise_episodes
+from tradebench.runs.summary import SUMMARY_COLUMNS, normalise_summary, summarise_episodes
 
 V1 = Path(__file__).parent / "data" / "v1_runs"
 
@@ -116,3 +117,17 @@ def test_version_1_records_without_a_kind_get_one(written: dict, kind: str, tmp_
     assert str(record.window.start) == "2024-01-02" and record.benchmark == "portfolio"
     if isinstance(written["agent"], dict):
         assert record.agent == "gpt/m"
+
+
+def test_fault_columns_are_appended_last_to_the_step_rows() -> None:
+    assert STEP_COLUMNS[-len(FAULT_COLUMNS) :] == list(FAULT_COLUMNS)
+    assert SUMMARY_COLUMNS[-len(FAULT_COLUMNS) :] == FAULT_COLUMNS
+
+
+def test_version_1_folders_have_no_fault_record_not_zero_faults(tmp_path: Path) -> None:
+    """Steps written before faults were recorded: totals null (not 0), the report says so."""
+    summary = summarise_episodes(V1 / "portfolio")
+    assert summary[list(FAULT_COLUMNS)].isna().all().all()
+    shutil.copytree(V1, tmp_path / "v1")
+    html = build_report(tmp_path / "v1" / "portfolio").read_text()
+    assert "Endpoint faults" in html and "Not recorded" in html

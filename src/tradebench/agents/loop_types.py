@@ -1,8 +1,11 @@
 """Configuration and records of the LLM tool loop (`tradebench.agents.tool_loop`).
 
-Records hold only what is reproducible: on a replay from the cache the same spec gives a
-byte-identical `LoopResult` (latencies are the recorded ones; whether a reply came from the
-cache is a live statistic of the cache, not part of the record).
+Records hold what is reproducible, plus what the endpoint did: on a replay from the cache
+the same spec gives the same `LoopResult` (latencies are the recorded ones; whether a reply
+came from the cache is a live statistic of the cache, not part of the record), except the
+`faults` of each call (HTTP retries after 429s, 5xx, timeouts and dropped connections,
+and the backoff they cost), which a replay never meets: they are zero on replayed calls, so a
+fault-free run replays byte for byte.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from tradebench.errors import BudgetExceeded
-from tradebench.llm.types import Message, Usage
+from tradebench.llm.types import CallFaults, Message, Usage
 
 Phase = Literal["research", "submit"]
 CallErrorKind = Literal[
@@ -70,6 +73,9 @@ class ModelCallRecord(BaseModel):
     """Tool calls in the reply."""
     recovered_calls: int = 0
     """Of those, calls recovered from JSON text in the content."""
+    faults: CallFaults = Field(default_factory=CallFaults)
+    """HTTP retries and transient faults before the reply (none when it came from the
+    cache or on the first attempt)."""
 
 
 class ToolCallRecord(BaseModel):
@@ -126,6 +132,9 @@ class LoopResult(BaseModel):
     """Tokens over all model calls."""
     latency_s: float
     """Sum of model-call latencies."""
+    faults: CallFaults = Field(default_factory=CallFaults)
+    """HTTP retries and transient faults summed over the model calls (zero for replies
+    from the cache)."""
     action: Any = None
     """The validated action, or None (fallback to no action, or stopped for budget)."""
     fallback: bool

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from tradebench.llm.types import CallFaults
 from tradebench.market.ledger import AccountSnapshot
 from tradebench.market.orders import Action, OrderRecord
 from tradebench.registry import Registry
@@ -30,6 +31,9 @@ class Decision:
     """True when no submission passed validation after the retries (the step holds)."""
     research_cap_hit: bool | None = None
     """True when research stopped at the safety cap on tool calls."""
+    faults: CallFaults | None = None
+    """HTTP retries and transient faults summed over the step's model calls (None for
+    rule agents; zero for replies from the cache)."""
     sent_ids: tuple[str, ...] | None = None
     trace: dict[str, Any] | None = None
 

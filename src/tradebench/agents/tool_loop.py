@@ -40,7 +40,15 @@ from tradebench.errors import BudgetExceeded, ConfigError, ToolError
 from tradebench.llm.base import ChatModel
 from tradebench.llm.parsing import call_errors
 from tradebench.llm.redact import Redactor
-from tradebench.llm.types import ChatResponse, Message, ToolCall, ToolChoice, ToolSpec, Usage
+from tradebench.llm.types import (
+    CallFaults,
+    ChatResponse,
+    Message,
+    ToolCall,
+    ToolChoice,
+    ToolSpec,
+    Usage,
+)
 
 __all__ = [
     "LoopBudgetExceeded",
@@ -131,6 +139,7 @@ class _ToolLoop:
                 parse_error=response.parse_error,
                 tool_calls=len(calls),
                 recovered_calls=sum(c.recovered for c in calls),
+                faults=response.faults,
             )
         )
         return response
@@ -263,6 +272,7 @@ class _ToolLoop:
             recovered_calls=sum(c.recovered_calls for c in self.model_calls),
             usage=usage,
             latency_s=sum(c.latency_s for c in self.model_calls),
+            faults=CallFaults.total(c.faults for c in self.model_calls),
             action=self.action,
             fallback=stop == "fallback",
             research_cap_hit=bool(self.tools) and self.research_calls >= self.config.max_tool_calls,

@@ -107,7 +107,10 @@ def run(
     RUN_DIR/episodes/<id>/ (steps, positions, orders, metrics.json, trace.jsonl) and
     RUN_DIR/summary.parquet. Then `tradebench report RUN_DIR`. --max-tokens and
     --max-cost-usd override the spec's budget caps; at a cap the run stops cleanly and
-    rerunning (with a higher cap) continues.
+    rerunning (with a higher cap) continues. Each model agent in the spec may set
+    `timeout_s` (per-attempt HTTP timeout, default 120) and `max_attempts` (attempts per
+    request, default 6); the 429s, 5xx, timeouts and dropped connections met, the retries
+    and the seconds of backoff are recorded per step and per episode.
     """
     import asyncio
 

@@ -11,6 +11,7 @@ from tradebench.llm.cache import CacheMode, ResponseCache
 from tradebench.llm.limits import Limits, RateLimiter
 from tradebench.llm.retry import FaultStats, RetryPolicy
 from tradebench.llm.types import (
+    CallFaults,
     ChatResponse,
     Message,
     ModelConfig,
@@ -25,6 +26,7 @@ __all__ = [
     "BudgetConfig",
     "BudgetState",
     "CacheMode",
+    "CallFaults",
     "ChatModel",
     "ChatResponse",
     "FaultStats",

@@ -173,14 +173,15 @@ class HttpChatModel(ABC):
         check_tool_choice(tool_choice, tools)
         body = self._request(messages, tools, tool_choice, sample_index)
         estimate = estimate_tokens(messages, self.config.max_tokens)
-        raw, latency, charge = await call_with_retries(
+        (raw, latency, charge), faults = await call_with_retries(
             lambda: self._attempt(body, estimate),
             policy=self._retry,
             stats=self.stats,
             label=self.config.label,
             rng=self._rng,
         )
-        response = scrub_response(self._parse(raw, tools, tool_choice, latency), self.redactor)
+        parsed = self._parse(raw, tools, tool_choice, latency)
+        response = scrub_response(parsed, self.redactor).model_copy(update={"faults": faults})
         if charge is not None:
             charge.settle(response.usage.total)
         if response.parse_error is not None:

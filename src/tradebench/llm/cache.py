@@ -8,7 +8,9 @@ never sees a credential. Rows are redacted before they are written.
 SQLite runs in WAL mode with a busy timeout, so several processes can share one file;
 the first writer of a key wins (`INSERT OR IGNORE`), which keeps replays deterministic.
 Unreadable replies (garbage, truncated JSON) are cached too, so a replay reproduces the
-recorded run exactly, failures included; transport failures are never cached.
+recorded run exactly, failures included; transport failures are never cached, and neither
+are a reply's `faults` (the endpoint's 429s, 5xx, timeouts and retries before it): a hit
+carries none.
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ if TYPE_CHECKING:
 
 CacheMode = Literal["readwrite", "replay", "off"]
 KEY_VERSION = 1
+NOT_STORED = frozenset({"cached", "faults"})
+"""`ChatResponse` fields that describe how a reply was obtained, not the reply: never
+stored, so a hit comes back with `cached=True` and no faults, and replays are exact."""
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS replies (
     key TEXT PRIMARY KEY,
@@ -141,7 +146,7 @@ class ResponseCache:
         """Store a reply (redacted) unless the key is already present."""
         if self._conn is None or self.mode != "readwrite":
             return
-        body = self._redactor.text(response.model_dump_json(exclude={"cached"}))
+        body = self._redactor.text(response.model_dump_json(exclude=NOT_STORED))
         with self._lock:
             self._conn.execute(
                 "INSERT OR IGNORE INTO replies (key, model, request, response, created) "

@@ -2,7 +2,10 @@
 
 Adapters translate SDK exceptions into `TransientFault` (worth another attempt: 429, 5xx,
 timeouts, dropped connections) or `ProviderError` (not worth it: 400, 401, 404, ...).
-`call_with_retries` runs the attempts, logs each one and counts them in `FaultStats`.
+`call_with_retries` runs the attempts, logs each one, counts them in the adapter's live
+`FaultStats` and returns, with the result, the request's own `CallFaults` (retries, faults
+by kind, backoff slept, time lost in failed attempts), which the reply carries into the
+run records.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tradebench.errors import ProviderError
 from tradebench.llm.redact import llm_logger
+from tradebench.llm.types import CallFaults
 
 T = TypeVar("T")
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
@@ -59,7 +63,8 @@ class TransientFault(Exception):
 
 
 class FaultStats(BaseModel):
-    """Counts of attempts and faults for one adapter (live; not part of run records)."""
+    """Counts of attempts and faults for one adapter, over its life (live; the run records
+    get each request's own `CallFaults` through its reply)."""
 
     requests: int = 0
     """Logical requests sent (each may take several attempts)."""
@@ -115,10 +120,16 @@ async def call_with_retries(
     stats: FaultStats,
     label: str,
     rng: random.Random | None = None,
-) -> T:
+) -> tuple[T, CallFaults]:
     """Run `attempt_fn` until it succeeds, retrying `TransientFault`s with backoff.
 
-    Every attempt is logged on `tradebench.llm` (successes at DEBUG, faults at WARNING).
+    Every attempt is logged on `tradebench.llm` (successes at DEBUG, faults at WARNING)
+    and counted in `stats`.
+
+    Returns:
+        The result and this request's `CallFaults`: retries (attempts after the first),
+        the faults by kind, the backoff slept (as scheduled) and the wall time of the
+        failed attempts.
 
     Raises:
         ProviderError: Attempts exhausted (the last fault is named) or a fatal error.
@@ -126,18 +137,25 @@ async def call_with_retries(
     log = llm_logger()
     rng = rng or random.Random()
     stats.requests += 1
+    kinds: dict[str, int] = {}
+    waited = lost = 0.0
     for attempt in range(1, policy.max_attempts + 1):
         stats.attempts += 1
         if attempt > 1:
             stats.retries += 1
+        start = time.perf_counter()
         try:
             result = await attempt_fn()
         except TransientFault as fault:
+            lost += time.perf_counter() - start
             stats.faults[fault.kind] = stats.faults.get(fault.kind, 0) + 1
+            field = CallFaults.field_for(fault.kind)
+            kinds[field] = kinds.get(field, 0) + 1
             if attempt == policy.max_attempts:
                 raise _give_up(label, attempt, fault, stats) from None
             delay = policy.backoff(attempt, fault.retry_after, rng)
             log.warning("%s attempt %d failed: %s; retrying in %.2fs", label, attempt, fault, delay)
+            waited += delay
             await asyncio.sleep(delay)
         except ProviderError as exc:
             stats.failures += 1
@@ -145,5 +163,11 @@ async def call_with_retries(
             raise
         else:
             log.debug("%s attempt %d succeeded", label, attempt)
-            return result
+            faults = CallFaults(
+                retries=attempt - 1,
+                retry_wait_s=waited,
+                failed_attempt_s=lost,
+                **kinds,
+            )
+            return result, faults
     raise AssertionError("unreachable")  # pragma: no cover

@@ -7,6 +7,7 @@ and the run records never see a vendor type.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -92,6 +93,57 @@ class Usage(BaseModel):
         return self.input_tokens + self.output_tokens
 
 
+FAULT_KINDS = ("http_429", "http_5xx", "timeout", "connection")
+"""Transient fault kinds counted on their own; any other retryable kind (HTTP 408, 409,
+425) is counted as `other`."""
+
+
+class CallFaults(BaseModel):
+    """What one logical request met at the endpoint before its reply: its HTTP retries,
+    the transient faults by kind that caused them, and the time they cost.
+
+    A record of the endpoint, not of the reply: it is never cached, so a reply served from
+    the cache carries the defaults (no retry, no fault), as does a reply that came on the
+    first attempt; a run without faults replays byte for byte.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    retries: int = 0
+    """HTTP attempts after the first (a reply from the endpoint took `1 + retries`
+    attempts; see `ChatResponse.http_attempts`)."""
+    http_429: int = 0
+    """Attempts answered with HTTP 429 (rate limited)."""
+    http_5xx: int = 0
+    """Attempts answered with a retryable 5xx (500, 502, 503, 504, 520, 522, 524, 529)."""
+    timeout: int = 0
+    """Attempts that ran past the per-attempt timeout."""
+    connection: int = 0
+    """Attempts whose connection failed or was dropped before a reply."""
+    other: int = 0
+    """Attempts answered with another retryable status (HTTP 408, 409, 425)."""
+    retry_wait_s: float = 0.0
+    """Seconds of backoff slept between attempts, as scheduled (Retry-After honoured)."""
+    failed_attempt_s: float = 0.0
+    """Wall seconds spent in the attempts that failed (rate-limiter wait included)."""
+
+    def by_kind(self) -> dict[str, int]:
+        """The non-zero fault counts by kind (`http_429`, ..., `other`)."""
+        counts = {k: getattr(self, k) for k in (*FAULT_KINDS, "other")}
+        return {k: v for k, v in counts.items() if v}
+
+    @classmethod
+    def field_for(cls, kind: str) -> str:
+        """The field that counts a fault `kind` (`http_408` -> `other`)."""
+        return kind if kind in FAULT_KINDS else "other"
+
+    @classmethod
+    def total(cls, items: Iterable[CallFaults]) -> CallFaults:
+        """The field-wise sum of several requests' records."""
+        records = list(items)
+        return cls(**{name: sum(getattr(f, name) for f in records) for name in cls.model_fields})
+
+
 class ChatResponse(BaseModel):
     """One normalised model reply."""
 
@@ -110,6 +162,14 @@ class ChatResponse(BaseModel):
     parse_error: str | None = None
     """Why (part of) the reply could not be read: garbage body, empty reply, truncated or
     malformed tool-call JSON. None for a clean reply."""
+    faults: CallFaults = Field(default_factory=CallFaults)
+    """Retries and transient faults of the request at the endpoint (never cached: a
+    cached reply has none)."""
+
+    @property
+    def http_attempts(self) -> int:
+        """HTTP attempts this reply took: 0 from the cache, else 1 + `faults.retries`."""
+        return 0 if self.cached else 1 + self.faults.retries
 
 
 class ModelConfig(BaseModel):

@@ -9,9 +9,12 @@ from tradebench.metrics.behaviour import abstention_rate, annualized_turnover, c
 from tradebench.metrics.calibration import CALIBRATION_BINS, brier, calibration_bins, ece
 from tradebench.metrics.panel import SCHEMA_VERSION, BenchmarkPanel, MetricPanel, compute_panel
 from tradebench.metrics.reliability import (
+    FAULT_COLUMNS,
+    FAULT_COUNT_COLUMNS,
     fallback_steps,
     malformed_reply_rate,
     parse_failure_rate,
+    step_total,
     tool_validity_rate,
 )
 from tradebench.metrics.returns import (
@@ -33,6 +36,8 @@ from tradebench.metrics.stats import (
 __all__ = [
     "BOOTSTRAP_RESAMPLES",
     "CALIBRATION_BINS",
+    "FAULT_COLUMNS",
+    "FAULT_COUNT_COLUMNS",
     "SCHEMA_VERSION",
     "TRADING_DAYS_PER_YEAR",
     "ZERO_STD",
@@ -55,6 +60,7 @@ __all__ = [
     "parse_failure_rate",
     "sharpe",
     "simple_returns",
+    "step_total",
     "tool_validity_rate",
     "total_return",
     "wilson_interval",

@@ -22,9 +22,11 @@ from tradebench.metrics._arrays import as_floats
 from tradebench.metrics.behaviour import abstention_rate, annualized_turnover, cash_ratio, hhi
 from tradebench.metrics.calibration import brier, ece
 from tradebench.metrics.reliability import (
+    FAULT_COLUMNS,
     fallback_steps,
     malformed_reply_rate,
     parse_failure_rate,
+    step_total,
     tool_validity_rate,
 )
 from tradebench.metrics.returns import (
@@ -37,12 +39,19 @@ from tradebench.metrics.returns import (
     total_return,
 )
 
-SCHEMA_VERSION = 2
-"""Version of the `MetricPanel` layout; bump it (and migrate) when fields change."""
+SCHEMA_VERSION = 3
+"""Version of the `MetricPanel` layout; bump it (and migrate) when fields change. Version 3
+added the endpoint-fault totals; files of versions 1 and 2 read with them null."""
 
 STEP_COLUMNS = ("date", "nav", "cash", "benchmark_close", "n_orders", "turnover")
 """Columns `steps` must have."""
-LLM_STEP_COLUMNS = ("parse_failures", "fallback", "tool_calls", "tool_calls_valid")
+LLM_STEP_COLUMNS = (
+    "parse_failures",
+    "fallback",
+    "tool_calls",
+    "tool_calls_valid",
+    *FAULT_COLUMNS,
+)
 """Nullable LLM-only step columns; an absent column counts as all null."""
 POSITION_COLUMNS = ("date", "weight")
 """Columns `positions` must have (unless it has no rows)."""
@@ -61,6 +70,18 @@ def _finite_or_none(value: Any) -> Any:
 
 Metric = Annotated[float | None, BeforeValidator(_finite_or_none)]
 """A metric value: a finite float, or None where the metric is undefined for the run."""
+
+
+def _count_or_none(value: Any) -> Any:
+    """A whole-number total as an int; NaN (undefined) as None."""
+    value = _finite_or_none(value)
+    if isinstance(value, float | np.floating) and float(value).is_integer():
+        return int(value)
+    return value
+
+
+Count = Annotated[int | None, BeforeValidator(_count_or_none)]
+"""A total count: an int, or None where it is undefined for the run (a baseline)."""
 
 
 class BenchmarkPanel(BaseModel):
@@ -123,6 +144,23 @@ class MetricPanel(BaseModel):
     """Mean squared error of order confidence against outcome; None as for `ece`."""
     benchmark: BenchmarkPanel
     """The benchmark index's own metrics over the same steps."""
+    faults_429: Count = None
+    """HTTP 429 answers the episode's model calls met (each retried); None for a baseline
+    or steps recorded before faults were. Replies from the cache count 0."""
+    faults_5xx: Count = None
+    """Retryable HTTP 5xx answers met."""
+    faults_timeout: Count = None
+    """Attempts that ran past the per-attempt timeout."""
+    faults_connection: Count = None
+    """Attempts whose connection failed or was dropped."""
+    faults_other: Count = None
+    """Attempts answered with another retryable status (408, 409, 425)."""
+    http_retries: Count = None
+    """HTTP attempts after the first, over every model call of the episode."""
+    retry_wait_s: Metric = None
+    """Seconds of backoff slept between attempts."""
+    failed_attempt_s: Metric = None
+    """Wall seconds spent in failed attempts."""
 
     def to_json(self) -> str:
         """The `metrics.json` text: indented JSON, undefined metrics as `null`."""
@@ -192,7 +230,7 @@ def compute_panel(
     Args:
         steps: One row per step with `date, nav, cash, benchmark_close, n_orders,
             turnover` and the nullable `parse_failures, fallback, tool_calls,
-            tool_calls_valid`.
+            tool_calls_valid` and endpoint-fault columns (`FAULT_COLUMNS`).
         positions: Holdings after each close with `date` and `weight` (no rows on
             all-cash days).
         orders: One row per order with the nullable `confidence` and `outcome`.
@@ -241,4 +279,5 @@ def compute_panel(
         ),
         brier=brier(confidence, outcome),
         benchmark=_benchmark_panel(close, benchmark_start, periods_per_year),
+        **{name: step_total(_column(steps, name), name) for name in FAULT_COLUMNS},
     )

@@ -1,5 +1,5 @@
-"""Reliability metrics of an LLM agent: failed action emissions, malformed replies and
-tool-call validity.
+"""Reliability metrics of an LLM agent: failed action emissions, malformed replies,
+tool-call validity, and the endpoint's transient faults with the retries they cost.
 
 Their step columns are filled by LLM agents only; baselines leave them null. A metric
 whose columns are all null is undefined for that run and gives NaN (`None` in the panel),
@@ -14,7 +14,30 @@ from numpy.typing import ArrayLike
 from tradebench.errors import DataError
 from tradebench.metrics._arrays import as_floats, same_length
 
-__all__ = ["fallback_steps", "malformed_reply_rate", "parse_failure_rate", "tool_validity_rate"]
+__all__ = [
+    "FAULT_COLUMNS",
+    "FAULT_COUNT_COLUMNS",
+    "fallback_steps",
+    "malformed_reply_rate",
+    "parse_failure_rate",
+    "step_total",
+    "tool_validity_rate",
+]
+
+FAULT_COUNT_COLUMNS = (
+    "faults_429",
+    "faults_5xx",
+    "faults_timeout",
+    "faults_connection",
+    "faults_other",
+    "http_retries",
+)
+"""Per-step endpoint counts: transient faults by kind (HTTP 429; retryable 5xx; timeouts;
+dropped connections; other retryable statuses, 408/409/425) and the HTTP retries they
+caused, summed over the step's model calls."""
+FAULT_COLUMNS = (*FAULT_COUNT_COLUMNS, "retry_wait_s", "failed_attempt_s")
+"""The endpoint-fault step columns: the counts, then the backoff slept and the wall time
+lost in failed attempts (seconds). The panel's per-episode totals carry the same names."""
 
 
 def parse_failure_rate(fallback: ArrayLike) -> float:
@@ -119,3 +142,29 @@ def tool_validity_rate(tool_calls: ArrayLike, tool_calls_valid: ArrayLike) -> fl
     if total == 0:
         return float("nan")
     return float(valid.sum() / total)
+
+
+def step_total(values: ArrayLike, name: str = "values") -> float:
+    """Total of a per-step count or duration over the steps that recorded it.
+
+    ::
+
+        step_total = sum_t x_t over {t : x_t not null}
+
+    Used for the endpoint-fault totals (`FAULT_COLUMNS`): faults by kind, HTTP retries and
+    seconds of backoff. Replies served from the cache count 0.
+
+    Returns:
+        The total; NaN when every value is null (a baseline, or a step table written
+        before the column existed) or there are no steps.
+
+    Raises:
+        DataError: A value is negative.
+    """
+    x = as_floats(values, name)
+    present = ~np.isnan(x)
+    if not present.any():
+        return float("nan")
+    if (x[present] < 0).any():
+        raise DataError(f"{name} has negative values; the step records are corrupt")
+    return float(x[present].sum())

@@ -181,6 +181,29 @@ def usage_section(run: RunData, options: ReportOptions) -> Section:
     return Section("Tokens and cost", body + table(usage, row_classes=rows))
 
 
+def faults_section(run: RunData, options: ReportOptions) -> Section | None:
+    """Endpoint faults by kind, HTTP retries and seconds waited per LLM cell; left out of
+    runs without model episodes."""
+    faults = tables.fault_totals(run.summary)
+    if faults.empty:
+        return None
+    title = "Endpoint faults"
+    counts = faults.drop(columns=["cell", "agent", "mode", "mask", "episodes"])
+    if counts.isna().all().all():
+        return Section(title, note("Not recorded: these episodes were written before faults were."))
+    rows = ["total" if c == "all cells" else "" for c in faults["cell"]]
+    body = note(
+        "Sums over the cell's episodes of the transient faults the endpoint answered "
+        "with (HTTP 429; retryable 5xx; timeouts; dropped connections; other retryable "
+        "statuses 408/409/425), the HTTP retries they caused, the seconds of backoff slept "
+        "(Retry-After honoured) and the seconds spent in failed attempts. Replies served "
+        "from the cache meet no endpoint and count 0; null: not recorded."
+    )
+    shown = faults.drop(columns=["agent", "mode", "mask"])
+    classes = {c: "num" for c in shown.columns if c != "cell"}
+    return Section(title, body + table(shown, digits=3, classes=classes, row_classes=rows))
+
+
 def rationale_section(run: RunData, options: ReportOptions) -> Section:
     """Seeded sample of order rationales per mask, as the model wrote them."""
     sample = tables.sample_rationales(run, options.samples_per_mask, options.sample_seed)
@@ -204,6 +227,7 @@ DEFAULT_SECTIONS: tuple[SectionBuilder, ...] = (
     matrix_section,
     rejection_section,
     usage_section,
+    faults_section,  # None unless the run has model episodes
     rationale_section,
 )
 """The sections of `build_report`, in page order."""

@@ -16,8 +16,16 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from tradebench.metrics import FAULT_COUNT_COLUMNS
 from tradebench.report.load import ORDER_COLUMNS, RunData
-from tradebench.runs.summary import MASKS, METRIC_COLUMNS, NOT_APPLICABLE, STATUSES, ordered
+from tradebench.runs.summary import (
+    FAULT_TOTAL_COLUMNS,
+    MASKS,
+    METRIC_COLUMNS,
+    NOT_APPLICABLE,
+    STATUSES,
+    ordered,
+)
 
 GROUP_KEYS = ["agent", "kind", "mode", "mask"]
 """Columns that identify a group of seed replicates."""
@@ -33,6 +41,7 @@ __all__ = [
     "GROUP_KEYS",
     "benchmark_curves",
     "equity_curves",
+    "fault_totals",
     "greedy_seed_agents",
     "group_label",
     "llm_agents",
@@ -285,6 +294,31 @@ def usage_totals(summary: pd.DataFrame) -> pd.DataFrame:
         table = pd.concat([table, pd.DataFrame([total])], ignore_index=True)
     counts = ["n_steps", "tokens_in", "tokens_out"]
     return table.astype(dict.fromkeys(counts, "Int64"))
+
+
+def fault_totals(summary: pd.DataFrame) -> pd.DataFrame:
+    """Endpoint faults per LLM cell (agent, mode, mask; seeds and windows pooled): the sums
+    of the episodes' totals of faults by kind, HTTP retries and seconds of backoff and of
+    failed attempts. Every status counts (a stopped episode met its faults too; its totals
+    are null until it finishes). A sum is null when no episode of the cell recorded it
+    (episodes written before faults were). With more than one cell, a last row `all
+    cells` holds the totals. Columns: cell, agent, mode, mask, episodes, then
+    `FAULT_TOTAL_COLUMNS`."""
+    llm = summary[summary["kind"] == "llm"]
+    columns = ["cell", "agent", "mode", "mask", "episodes", *FAULT_TOTAL_COLUMNS]
+    if llm.empty:
+        return pd.DataFrame(columns=columns)
+    keys = ["agent", "mode", "mask"]
+    grouped = llm.groupby(keys, sort=True, dropna=False)
+    values = llm[list(FAULT_TOTAL_COLUMNS)].apply(pd.to_numeric, errors="coerce")
+    sums = values.groupby([llm[k] for k in keys], sort=True, dropna=False).sum(min_count=1)
+    table = pd.concat([grouped.size().rename("episodes"), sums], axis=1).reset_index()
+    table.insert(0, "cell", [group_label(*k) for k in table[keys].itertuples(index=False)])
+    if len(table) > 1:
+        total = {"cell": "all cells", "agent": "", "mode": "", "mask": "", "episodes": len(llm)}
+        total |= {c: values[c].sum(min_count=1) for c in FAULT_TOTAL_COLUMNS}
+        table = pd.concat([table, pd.DataFrame([total])], ignore_index=True)
+    return table[columns].astype(dict.fromkeys(["episodes", *FAULT_COUNT_COLUMNS], "Int64"))
 
 
 def _pick(frame: pd.DataFrame, n: int, seed: int, mask: str) -> pd.DataFrame:

@@ -33,6 +33,7 @@ from tradebench.runs.records import (
     OrderRow,
     PositionBlock,
     StepRow,
+    fault_values,
     positions_frame,
     row_values,
     rows_frame,
@@ -308,6 +309,7 @@ def _step_row(
         cost_usd=decision.cost_usd,
         fallback=decision.fallback,
         research_cap_hit=decision.research_cap_hit,
+        **fault_values(decision.faults),
     )
 
 

@@ -27,6 +27,9 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from tradebench.llm.types import CallFaults
+from tradebench.metrics.reliability import FAULT_COLUMNS
+
 RECORD_VERSION = 2
 """Version of the records this code writes."""
 
@@ -221,6 +224,7 @@ class StepRow:
     tool_calls: int | None = None
     tool_calls_valid: int | None = None
     retries: int | None = None
+    """Submission attempts after the first (invalid actions sent back for another try)."""
     tokens_in: int | None = None
     tokens_out: int | None = None
     cost_usd: float | None = None
@@ -230,6 +234,42 @@ class StepRow:
     """No submission passed validation after the retries, so the step traded nothing."""
     research_cap_hit: bool | None = None
     """Research stopped at the safety cap on tool calls."""
+    faults_429: int | None = None
+    """HTTP 429 (rate limited) answers the step's model calls met, each retried."""
+    faults_5xx: int | None = None
+    """Retryable HTTP 5xx answers (500, 502, 503, 504, 520, 522, 524, 529) met."""
+    faults_timeout: int | None = None
+    """Attempts that ran past the per-attempt HTTP timeout (`timeout_s`)."""
+    faults_connection: int | None = None
+    """Attempts whose connection failed or was dropped before a reply."""
+    faults_other: int | None = None
+    """Attempts answered with another retryable status (HTTP 408, 409, 425)."""
+    http_retries: int | None = None
+    """HTTP attempts after the first, summed over the step's model calls: the endpoint's
+    retries, not the submission retries of `retries`."""
+    retry_wait_s: float | None = None
+    """Seconds of backoff slept between those attempts (as scheduled, Retry-After
+    honoured)."""
+    failed_attempt_s: float | None = None
+    """Wall seconds spent in the attempts that failed (waiting out a timeout, say)."""
+
+
+def fault_values(faults: CallFaults | None) -> dict[str, Any]:
+    """A step's endpoint-fault columns (`metrics.reliability.FAULT_COLUMNS`, the last
+    `StepRow` fields and the last single-stock series columns) from its summed
+    `CallFaults`; all None without one (rule agents)."""
+    if faults is None:
+        return dict.fromkeys(FAULT_COLUMNS)
+    return {
+        "faults_429": faults.http_429,
+        "faults_5xx": faults.http_5xx,
+        "faults_timeout": faults.timeout,
+        "faults_connection": faults.connection,
+        "faults_other": faults.other,
+        "http_retries": faults.retries,
+        "retry_wait_s": faults.retry_wait_s,
+        "failed_attempt_s": faults.failed_attempt_s,
+    }
 
 
 @dataclass(slots=True)

@@ -19,6 +19,7 @@ import pandas as pd
 
 from tradebench.errors import ConfigError, DataError
 from tradebench.masking import MASK_LEVELS
+from tradebench.metrics.reliability import FAULT_COLUMNS, FAULT_COUNT_COLUMNS
 from tradebench.runs.records import (
     DEFAULT_INITIAL_CASH,
     EPISODES_DIR,
@@ -55,6 +56,10 @@ METRIC_COLUMNS = (
 """The metric panel's flat fields, as in `metrics.json`."""
 BENCHMARK_COLUMNS = ("benchmark_total_return", "benchmark_sharpe", "benchmark_max_drawdown")
 """The panel's nested `benchmark` fields, flattened with a `benchmark_` prefix."""
+FAULT_TOTAL_COLUMNS = FAULT_COLUMNS
+"""The panel's per-episode endpoint-fault totals (faults by kind, `http_retries`,
+`retry_wait_s`, `failed_attempt_s`; the step columns' names); null for baselines and for
+episodes recorded before faults were. Counts are nullable integers."""
 META_COLUMNS = (
     "episode_id",
     "agent",
@@ -72,13 +77,14 @@ META_COLUMNS = (
     "tokens_out",
     "cost_usd",
 )
-SUMMARY_COLUMNS = META_COLUMNS + METRIC_COLUMNS + BENCHMARK_COLUMNS
+SUMMARY_COLUMNS = META_COLUMNS + METRIC_COLUMNS + BENCHMARK_COLUMNS + FAULT_TOTAL_COLUMNS
 """Columns of `summary.parquet`, in order."""
 
 RowBuilder = Callable[[EpisodeRecord, Path], dict[str, Any]]
 """A benchmark's metric columns of one episode (see `Benchmark.summary_row`)."""
 
 __all__ = [
+    "FAULT_TOTAL_COLUMNS",
     "KINDS",
     "NOT_APPLICABLE",
     "STATUSES",
@@ -151,7 +157,7 @@ def _step_sums(steps_path: Path) -> dict[str, float]:
 def metric_values(metrics: dict[str, Any]) -> dict[str, float]:
     """The panel's columns from a `metrics.json` payload (null as NaN)."""
     bench = metrics.get("benchmark") or {}
-    out = {m: metrics.get(m) for m in METRIC_COLUMNS}
+    out = {m: metrics.get(m) for m in (*METRIC_COLUMNS, *FAULT_TOTAL_COLUMNS)}
     out |= {f"benchmark_{k}": bench.get(k) for k in ("total_return", "sharpe", "max_drawdown")}
     return {k: np.nan if v is None else float(v) for k, v in out.items()}
 
@@ -233,8 +239,11 @@ def normalise_summary(frame: pd.DataFrame) -> pd.DataFrame:
     out["seed"] = pd.to_numeric(out["seed"], errors="coerce").astype("Int64")
     out["n_steps"] = pd.to_numeric(out["n_steps"], errors="coerce").fillna(0).astype(int)
     numeric = ("tokens_in", "tokens_out", "cost_usd", *METRIC_COLUMNS)
-    for col in (*numeric, *BENCHMARK_COLUMNS):
+    seconds = [c for c in FAULT_TOTAL_COLUMNS if c not in FAULT_COUNT_COLUMNS]
+    for col in (*numeric, *BENCHMARK_COLUMNS, *seconds):
         out[col] = pd.to_numeric(out[col], errors="coerce").astype(float)
+    for col in FAULT_COUNT_COLUMNS:
+        out[col] = pd.to_numeric(out[col], errors="coerce").round().astype("Int64")
     return out.sort_values("episode_id", kind="stable").reset_index(drop=True)
 
 

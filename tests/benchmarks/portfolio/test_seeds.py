@@ -54,9 +54,15 @@ def test_two_seeds_are_two_samples_in_every_cell(cn_dataset_dir: Path, tmp_path:
     cache = ResponseCache(tmp_path / "run" / "cache.sqlite")
     assert len(cache) == steps  # no seed was answered from another seed's reply
     cache.close()
-    bright = [r.body for r in requests if "SH600" in json.dumps(r.body)]
-    by_seed = {seed: [b for b in bright if b["seed"] == seed] for seed in (0, 1)}
-    first = {seed: bodies[0] for seed, bodies in by_seed.items()}
+    # the bright first step: real codes and the real decision day (date_blind hides the day;
+    # requests arrive in any order, so select by content, never by position)
+    first_bright = [
+        r.body
+        for r in requests
+        if "SH600" in json.dumps(r.body) and "Decision day 2024-03-01" in json.dumps(r.body)
+    ]
+    first = {b["seed"]: b for b in first_bright}
+    assert len(first_bright) == 2 and set(first) == {0, 1}
     assert first[0]["messages"] == first[1]["messages"]  # same prompt, two samples
     llm = summary[summary["kind"] == "llm"]
     for mask, cell in llm.groupby("mask"):

@@ -123,6 +123,7 @@ def decision_from_loop(result: LoopResult) -> Decision:
         research_cap_hit=result.research_cap_hit,
         tokens_in=result.usage.input_tokens,
         tokens_out=result.usage.output_tokens,
+        faults=result.faults,
         sent_ids=tuple(o.stock_id for o in submission.sent.orders) if submission else (),
         trace=trace,
     )

@@ -51,6 +51,19 @@ class StepDecision:
     """Replies with neither text nor a tool call."""
     tokens_in: int | None = None
     tokens_out: int | None = None
+    faults_429: int | None = None
+    """Endpoint faults by kind over the step's model calls (`runs.records.StepRow` has the
+    same columns); None for rules, zero for replies from the cache."""
+    faults_5xx: int | None = None
+    faults_timeout: int | None = None
+    faults_connection: int | None = None
+    faults_other: int | None = None
+    http_retries: int | None = None
+    """HTTP attempts after the first, summed over the step's model calls (not `nudges`)."""
+    retry_wait_s: float | None = None
+    """Seconds of backoff slept between those attempts."""
+    failed_attempt_s: float | None = None
+    """Wall seconds spent in the attempts that failed."""
     trace: dict[str, Any] | None = None
     """Masked conversation and call records (models only), written to trace.jsonl."""
 

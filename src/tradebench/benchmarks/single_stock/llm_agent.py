@@ -17,6 +17,7 @@ from tradebench.benchmarks.single_stock.agents import DecisionContext, StepDecis
 from tradebench.benchmarks.single_stock.decision import DecisionArgs, submit_tool
 from tradebench.benchmarks.single_stock.prompt_files import SUBMIT_TOOL
 from tradebench.llm.base import ChatModel
+from tradebench.runs.records import fault_values
 
 EMPTY_REPLY = "empty reply"
 """Prefix of the adapters' `parse_error` for a reply with neither text nor a tool call."""
@@ -60,6 +61,7 @@ def decision_from_loop(result: LoopResult) -> StepDecision:
         ),
         tokens_in=result.usage.input_tokens,
         tokens_out=result.usage.output_tokens,
+        **fault_values(result.faults),
         trace=trace,
     )
 

@@ -19,7 +19,7 @@ from tradebench.benchmarks.single_stock.ledger import Ledger, settle
 from tradebench.benchmarks.single_stock.personas import stance_path
 from tradebench.benchmarks.single_stock.scoring import SingleStockScores, score_episode
 from tradebench.errors import DataError
-from tradebench.metrics import TRADING_DAYS_PER_YEAR
+from tradebench.metrics import FAULT_COLUMNS, FAULT_COUNT_COLUMNS, TRADING_DAYS_PER_YEAR
 
 if TYPE_CHECKING:
     from tradebench.benchmarks.single_stock.agents import StepDecision
@@ -50,9 +50,11 @@ SERIES_COLUMNS = (
     "empty_replies",
     "tokens_in",
     "tokens_out",
+    *FAULT_COLUMNS,
 )
 """Columns of `steps.parquet` (`nav` = wealth after the step settles; `benchmark_close` =
-the asset's close on the settle day, the buy-and-hold reference)."""
+the asset's close on the settle day, the buy-and-hold reference; the endpoint-fault
+columns of `metrics.reliability.FAULT_COLUMNS` last, null for rule agents)."""
 COUNTERS = ("attempts", "nudges", "parse_failures", "empty_replies")
 TOKENS = ("tokens_in", "tokens_out")
 GUARDS = COUNTERS + TOKENS
@@ -91,6 +93,9 @@ def build_series(
     for name in TOKENS:  # NaN for rule agents, as in the portfolio step tables
         values = [getattr(d, name) for d in decisions]
         frame[name] = np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+    for name in FAULT_COLUMNS:  # null for rule agents; counts as integers, else seconds
+        kind = "Int64" if name in FAULT_COUNT_COLUMNS else "Float64"
+        frame[name] = pd.array([getattr(d, name) for d in decisions], dtype=kind)
     return frame[list(SERIES_COLUMNS)]
 
 

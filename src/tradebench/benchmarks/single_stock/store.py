@@ -16,7 +16,7 @@ import pandas as pd
 from tradebench.benchmarks.single_stock.scoring import SingleStockScores
 from tradebench.benchmarks.single_stock.series import guard_totals, rescore_series
 from tradebench.errors import DataError
-from tradebench.metrics import TRADING_DAYS_PER_YEAR
+from tradebench.metrics import FAULT_COLUMNS, FAULT_COUNT_COLUMNS, TRADING_DAYS_PER_YEAR, step_total
 from tradebench.runs.records import METRICS_FILE, STEPS_FILE, EpisodeRecord
 from tradebench.runs.store import read_json, read_parquet, write_json
 
@@ -24,8 +24,21 @@ SERIES_FILE = STEPS_FILE
 """The per-step series is the episode's step table."""
 
 
+def fault_totals(series: pd.DataFrame) -> dict[str, Any]:
+    """The episode's endpoint-fault totals (`FAULT_COLUMNS`), as the portfolio panel keeps
+    them: counts as ints, seconds as floats, None for rule agents."""
+    out: dict[str, Any] = {}
+    for name in FAULT_COLUMNS:
+        values = series[name] if name in series else pd.Series([], dtype=float)
+        total = step_total(pd.to_numeric(values, errors="coerce").astype(float), name)
+        count = name in FAULT_COUNT_COLUMNS
+        out[name] = None if np.isnan(total) else int(total) if count else total
+    return out
+
+
 def metrics_payload(scores: SingleStockScores, series: pd.DataFrame) -> dict[str, Any]:
-    """`metrics.json`: full scores, guard totals, and the report summary's flat fields."""
+    """`metrics.json`: full scores, guard totals, and the report summary's flat fields
+    (return, Sharpe, drawdown, buy-and-hold as the benchmark, endpoint-fault totals)."""
     s, bh = scores.strategy, scores.buy_and_hold
     return {
         "benchmark_kind": "single_stock",
@@ -40,6 +53,7 @@ def metrics_payload(scores: SingleStockScores, series: pd.DataFrame) -> dict[str
             "sharpe": bh.sharpe,
             "max_drawdown": bh.max_drawdown,
         },
+        **fault_totals(series),
     }
 
 
