@@ -63,9 +63,11 @@ def test_benchmark_row_rank_in_the_page(page: str, run_dir: Path) -> None:
     row = re.search(r'<tr class="benchmark"><td class="num">(\d+)</td><td>benchmark index', page)
     assert row is not None
     panel = page[page.index('id="metric-panel"') : page.index('id="mode-mask-matrix"')]
-    # n, then the mean return; n of a temperature-0 model with several seeds says so
+    # steps, n, then the mean return; n of a temperature-0 model with several seeds says so
     cells = re.findall(
-        r'</td><td class="num">\d+(?: \(T=0\))?</td><td class="num">(-?[\d.]+)', panel
+        r'<td class="num">[\d, –]+</td><td class="num">\d+(?: \(T=0\))?</td>'
+        r'<td class="num">(-?[\d.]+)',
+        panel,
     )
     assert "2 (T=0)" in panel  # the fixture's model ran two seeds at temperature 0
     returns = [float(v) for v in cells]
@@ -89,8 +91,7 @@ def test_report_without_summary_parquet_matches(
     options = ReportOptions(samples_per_mask=3, sample_seed=1)
     without = render_report(load_run(copy), options)
     with_summary = render_report(load_run(run_dir), options)
-    strip = re.compile(r"tradebench report of [^<]*|[0-9a-f]{8}-[0-9a-f-]{27}")
-    assert strip.sub("", without) == strip.sub("", with_summary)
+    assert without == with_summary  # same folder name, seeded plot ids: the same bytes
 
 
 def test_extra_sections_plug_in(run_dir: Path) -> None:

@@ -1,9 +1,11 @@
 """Self-contained HTML reports of a run folder.
 
 `build_report(run_dir)` reads `spec.yaml`, `summary.parquet` (or the episode folders) and
-each episode's steps and orders, and writes `run_dir/report.html`: plotly.js embedded
-once, every data string escaped, tables readable without JavaScript. Sections are
-functions `(RunData, ReportOptions) -> Section | None`; see `docs/report.md`.
+each episode's steps, orders and masked trace, and writes `run_dir/report.html`: plotly.js
+embedded once, every data string escaped, tables readable without JavaScript, and nothing
+that varies between builds (seeded plot ids, no clock, the folder's name rather than its
+path), so a replayed run reproduces the page byte for byte. Sections are functions
+`(RunData, ReportOptions) -> Section | None`; see `docs/report.md`.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ def render_report(
     """The report page of a loaded run as HTML text."""
     options = options or ReportOptions()
     built = [s for s in (builder(run, options) for builder in sections) if s is not None]
-    subtitle = f"tradebench report of {run.run_dir.resolve()}"
+    subtitle = f"tradebench report of run folder {run.folder_name}"
     return render_page(run.name, built, subtitle)
 
 

@@ -7,6 +7,7 @@ HTML built only with these helpers. plotly.js is embedded once, inline, in the p
 
 from __future__ import annotations
 
+import hashlib
 import html
 import math
 import re
@@ -26,10 +27,12 @@ __all__ = [
     "Section",
     "esc",
     "figure_html",
+    "figure_id",
     "fmt",
     "mean_std",
     "note",
     "render_page",
+    "slug",
     "table",
 ]
 
@@ -50,7 +53,7 @@ class Section:
     @property
     def anchor(self) -> str:
         """Fragment id derived from the title."""
-        return re.sub(r"[^a-z0-9]+", "-", self.title.lower()).strip("-") or "section"
+        return slug(self.title) or "section"
 
 
 def esc(value: Any) -> str:
@@ -135,10 +138,34 @@ def table(
     )
 
 
-def figure_html(fig: go.Figure) -> str:
-    """A figure as a `<div>` plus inline script; plotly.js itself is in the page head."""
+def slug(text: str) -> str:
+    """Lower-case letters, digits and dashes only (fragment ids)."""
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def figure_id(fig: go.Figure, name: str = "") -> str:
+    """A seeded div id: `fig-<name slug>-<digest of name and figure JSON>`.
+
+    The same figure under the same name always gets the same id (plotly's own default is
+    a random UUID), so two builds of one run are byte-identical; the digest keeps two
+    figures apart whose names slug alike.
+    """
+    digest = hashlib.sha256(f"{name}\n{fig.to_json()}".encode()).hexdigest()[:12]
+    return "-".join(p for p in ("fig", slug(name)[:40], digest) if p)
+
+
+def figure_html(fig: go.Figure, name: str = "") -> str:
+    """A figure as a `<div>` plus inline script; plotly.js itself is in the page head.
+
+    The div id is `figure_id(fig, name)`: deterministic, never random. Give `name` (the
+    section and figure, e.g. `"equity 2024-01-02 → 2024-03-29 memory_only"`) when a page
+    may hold two identical figures.
+    """
     return fig.to_html(
-        full_html=False, include_plotlyjs=False, config={"displaylogo": False, "responsive": True}
+        full_html=False,
+        include_plotlyjs=False,
+        div_id=figure_id(fig, name),
+        config={"displaylogo": False, "responsive": True},
     )
 
 
@@ -147,13 +174,15 @@ body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max
 padding:1.5rem;color:#1d2433;line-height:1.45}
 h1{margin-bottom:.2rem}h2{border-bottom:1px solid #d8dde6;padding-bottom:.3rem;margin-top:2.2rem}
 nav ol{columns:2;font-size:.95rem}.note{color:#555;font-size:.92rem}
-.table-wrap{overflow-x:auto;margin:.6rem 0 1rem}
+.table-wrap{overflow-x:auto;max-width:100%;margin:.6rem 0 1rem}
 table{border-collapse:collapse;font-size:.86rem}
 th,td{border:1px solid #d8dde6;padding:.25rem .5rem;text-align:left;vertical-align:top}
 th{background:#f2f4f8}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 tr.benchmark td{background:#fff6d6;font-weight:600}tr.total td{font-weight:600}
 pre{background:#f6f8fa;padding:.8rem;overflow-x:auto;font-size:.82rem}
-td.reason{max-width:42rem;white-space:pre-wrap}
+td.reason{max-width:42rem;white-space:pre-wrap;overflow-wrap:anywhere}
+details.episode{border:1px solid #d8dde6;border-radius:4px;padding:.3rem .8rem;margin:.5rem 0}
+details.episode>summary{cursor:pointer;font-weight:600}
 """
 
 

@@ -2,10 +2,13 @@
 
 Only the run folder is read, never the dataset. `summary.parquet` is used when present
 (the executor writes it); otherwise the summary is computed from the episode folders.
+An episode's masked trace and its full tables are read on demand (`read_trace`,
+`read_episode_tables`) by the sections that need them.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,11 +21,14 @@ from tradebench.errors import ConfigError, DataError
 from tradebench.runs.records import (
     EPISODES_DIR,
     ORDERS_FILE,
+    POSITIONS_FILE,
     SPEC_FILE,
     STEPS_FILE,
     SUMMARY_FILE,
+    TRACE_FILE,
+    episode_folder,
 )
-from tradebench.runs.store import read_parquet, read_table
+from tradebench.runs.store import read_parquet, read_run_record, read_table
 from tradebench.runs.summary import (
     episode_dirs,
     initial_cash,
@@ -30,8 +36,20 @@ from tradebench.runs.summary import (
     summarise_episodes,
 )
 
-STEP_COLUMNS = ("date", "nav", "benchmark_close")
-"""Step columns the report reads."""
+STEP_COLUMNS = (
+    "date",
+    "nav",
+    "benchmark_close",
+    "n_orders",
+    "retries",
+    "attempts",
+    "fallback",
+    "parse_failures",
+    "http_retries",
+    "retry_wait_s",
+)
+"""Step columns the report reads (null where a benchmark does not write one: `retries`
+is the broker engine's submission retries, `attempts` the single-stock replies asked for)."""
 ORDER_COLUMNS = ("date", "symbol", "side", "confidence", "reason", "status", "reject_code")
 """Order columns the report reads (plus `stock_id_sent` when present)."""
 
@@ -58,6 +76,74 @@ class RunData:
     def done(self) -> pd.DataFrame:
         """Summary rows of finished episodes."""
         return self.summary[self.summary["status"] == "done"]
+
+    @property
+    def folder_name(self) -> str:
+        """The run folder's own name (never its absolute path, which differs between a
+        run and its replay elsewhere)."""
+        return self.run_dir.resolve().name
+
+    def episode_dir(self, episode_id: str) -> Path:
+        """The folder of one episode."""
+        return episode_folder(self.run_dir, episode_id)
+
+
+@dataclass(frozen=True)
+class EpisodeTables:
+    """One broker episode's full tables, as the benchmark wrote them."""
+
+    steps: pd.DataFrame
+    positions: pd.DataFrame
+    orders: pd.DataFrame
+    initial_cash: float
+    benchmark_start: float | None
+    """Index close the day before the window (`run.json`), None when not recorded."""
+
+
+def read_episode_tables(run: RunData, episode_id: str) -> EpisodeTables | None:
+    """Steps, positions and orders of a broker episode; None when it has no positions
+    table (not a broker episode, or not finished).
+
+    Raises:
+        DataError: a table is unreadable.
+    """
+    folder = run.episode_dir(episode_id)
+    paths = [folder / name for name in (STEPS_FILE, POSITIONS_FILE, ORDERS_FILE)]
+    if not all(p.exists() for p in paths):
+        return None
+    steps, positions, orders = (read_parquet(p) for p in paths)
+    record = read_run_record(folder)
+    return EpisodeTables(
+        steps=steps,
+        positions=positions,
+        orders=orders,
+        initial_cash=run.initial_cash[episode_id],
+        benchmark_start=record.benchmark_start if record else None,
+    )
+
+
+def read_trace(run: RunData, episode_id: str) -> list[dict[str, Any]] | None:
+    """The episode's masked trace, one object per step in step order; None without a
+    `trace.jsonl` (a rule agent, or a folder written without one).
+
+    Raises:
+        DataError: a line is not a JSON object.
+    """
+    path = run.episode_dir(episode_id) / TRACE_FILE
+    if not path.exists():
+        return None
+    lines: list[dict[str, Any]] = []
+    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        try:
+            line = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise DataError(
+                f"{path} line {number} is not JSON ({exc}); rerun the episode"
+            ) from None
+        if not isinstance(line, dict):
+            raise DataError(f"{path} line {number} is not a JSON object; rerun the episode")
+        lines.append(line)
+    return sorted(lines, key=lambda t: int(t.get("step", 0)))
 
 
 def read_spec(run_dir: Path) -> dict[str, Any]:

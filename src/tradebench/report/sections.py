@@ -1,8 +1,10 @@
 """The report's generic sections: one builder per section, `(RunData, ReportOptions) -> Section`.
 
 A builder returns None to leave its section out. These cover every broker-style run
-(equity, panel, mode x mask, rejections, tokens, rationales, attribution); a benchmark adds
-its own through its `report_sections`, passed in `build_report(sections=...)`.
+(equity, panel, mode x mask, rejections, tokens, model episodes, rationales, attribution);
+a benchmark adds its own through its `report_sections`, passed in
+`build_report(sections=...)`. Tables that compare episodes compare them over the same
+decision days, or say where the days differ (`report.horizons`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import yaml
 
 from tradebench.report import figures, tables
 from tradebench.report.attribution_section import attribution_section
+from tradebench.report.episode_section import model_episodes_section
+from tradebench.report.horizons import Horizon, full_length, horizons, short_episodes
 from tradebench.report.html import Section, esc, figure_html, fmt, mean_std, note, table
 from tradebench.report.load import RunData
 from tradebench.runs.summary import METRIC_COLUMNS, NOT_APPLICABLE, ordered
@@ -28,6 +32,10 @@ class ReportOptions:
     """Order rationales sampled per mask level."""
     sample_seed: int = 0
     """Seed of the rationale sample."""
+    reasons_per_episode: int = 3
+    """Stated reasons shown per model episode (steps evenly spaced, first and last)."""
+    rejections_per_episode: int = 10
+    """Rejected submissions listed per model episode (the first ones)."""
 
 
 SectionBuilder = Callable[[RunData, ReportOptions], Section | None]
@@ -45,8 +53,16 @@ def overview_section(run: RunData, options: ReportOptions) -> Section:
         "<h3>Spec</h3>",
     ]
     if run.spec:
-        parts.append(table(tables.spec_overview(run.spec)))
-        dump = yaml.safe_dump(run.spec, sort_keys=False, allow_unicode=True)
+        spec = tables.result_spec(run.spec)
+        parts.append(
+            note(
+                "Transport settings (concurrency, budget, cache; each agent's base_url, "
+                "api_key_env, timeout_s, max_attempts) are left out: they change how the "
+                "run reached its models, not its results, so a replay shows the same page."
+            )
+        )
+        parts.append(table(tables.spec_overview(spec)))
+        dump = yaml.safe_dump(spec, sort_keys=False, allow_unicode=True)
         parts.append(f"<details><summary>resolved spec.yaml</summary><pre>{esc(dump)}</pre>")
         parts.append("</details>")
     else:
@@ -64,13 +80,29 @@ def _figure_groups(curves: pd.DataFrame, order: list[str]) -> list[tuple[str, pd
 
 
 def _final_values(curves: pd.DataFrame) -> pd.DataFrame:
-    """Last mean normalised NAV per group (the no-JavaScript view of the curves)."""
-    last = curves.sort_values("date").groupby(["agent", "mode", "mask"], sort=True).tail(1)
-    keys = last[["agent", "mode", "mask"]].itertuples(index=False, name=None)
-    out = last.assign(group=[tables.group_label(*k) for k in keys])
+    """Last mean normalised NAV per group and the days its curve covers (the
+    no-JavaScript view of the curves)."""
+    keys = ["agent", "mode", "mask"]
+    days = curves.groupby(keys, sort=True).size().rename("steps")
+    last = curves.sort_values("date").groupby(keys, sort=True).tail(1)
+    last = last.join(days, on=keys)
+    labels = last[keys].itertuples(index=False, name=None)
+    out = last.assign(group=[tables.group_label(*k) for k in labels])
     out = out.sort_values("group", kind="stable")
-    return out[["group", "date", "n_seeds", "mean", "std"]].rename(
+    return out[["group", "steps", "date", "n_seeds", "mean", "std"]].rename(
         columns={"date": "last common date", "mean": "final NAV / cash", "std": "std"}
+    )
+
+
+def _days_differ_note(values: pd.DataFrame) -> str:
+    """The warning under a final-value table whose groups end on different days."""
+    if values["steps"].nunique() <= 1:
+        return ""
+    counts = tables.step_counts(values["steps"])
+    return note(
+        f"The groups cover different numbers of decision days ({counts}): "
+        "their final values are not comparable with each other. The metric panel ranks "
+        "them over the same days."
     )
 
 
@@ -90,17 +122,19 @@ def equity_section(run: RunData, options: ReportOptions) -> Section:
         in_window = (bench["window_start"] == start) & (bench["window_end"] == end)
         for suffix, group in _figure_groups(window, tables.spec_modes(run)):
             fig = figures.equity_figure(group, bench[in_window], f"{label}{suffix}")
-            parts.append(figure_html(fig))
-        parts.append(table(_final_values(window), classes={"std": "num"}))
+            parts.append(figure_html(fig, f"equity {label}{suffix}"))
+        values = _final_values(window)
+        parts.append(table(values, classes={"std": "num"}) + _days_differ_note(values))
     return Section("Equity curves", "".join(parts))
 
 
-def panel_section(run: RunData, options: ReportOptions) -> Section:
-    """The metric panel, mean ± std across seeds, the index at its return rank."""
-    panel = tables.metric_panel(run.summary)
-    if panel.empty:
-        return Section("Metric panel", note("No finished episodes yet."))
-    shown = panel[["rank", "agent", "mode", "mask", "n"]].copy()
+def _panel_table(run: RunData, summary: pd.DataFrame) -> str:
+    """The metric panel of `summary` as a table: the group, its decision days, `n` and
+    every metric as mean ± std, the index row highlighted."""
+    panel = tables.metric_panel(summary)
+    shown = panel[["rank", "agent", "mode", "mask"]].copy()
+    shown["steps"] = tables.panel_steps(summary, panel)
+    shown["n"] = panel["n"]
     for m in METRIC_COLUMNS:
         pairs = zip(panel[f"{m}_mean"], panel[f"{m}_std"], strict=True)
         shown[m] = [mean_std(a, b) for a, b in pairs]
@@ -111,12 +145,61 @@ def panel_section(run: RunData, options: ReportOptions) -> Section:
             f"{n} (T=0)" if a in greedy and k == "llm" else str(n)
             for a, k, n in zip(panel["agent"], panel["kind"], panel["n"], strict=True)
         ]
+    classes = dict.fromkeys((*METRIC_COLUMNS, "n", "steps"), "num")
+    return table(shown, classes=classes, row_classes=rows)
+
+
+def _labels(rows: pd.DataFrame) -> str:
+    """The distinct group labels of summary rows, sorted."""
+    keys = rows[["agent", "mode", "mask"]].itertuples(index=False, name=None)
+    return ", ".join(sorted({tables.group_label(*k) for k in keys}))
+
+
+def _horizon_block(run: RunData, horizon: Horizon) -> str:
+    """One shorter horizon's ranking: everyone over the same first days."""
+    days = "; ".join(
+        f"{tables.window_label(r.window_start, r.window_end)}: {fmt(r.first_day)} → "
+        f"{fmt(r.last_day)}"
+        for r in horizon.days.itertuples(index=False)
+    )
+    text = (
+        f"{len(horizon.short)} finished episode(s) ran {horizon.steps} decision days while "
+        f"their window ran longer ({_labels(horizon.short)}). Here every finished episode of "
+        f"at least {horizon.steps} days, the index included, is scored over the same first "
+        f"{horizon.steps} decision days of its window ({days}): the metric panel recomputed "
+        "from its recorded steps, positions and orders."
+    )
+    if horizon.left_out:
+        text += f" Left out (no broker tables, or other days): {', '.join(horizon.left_out)}."
+    head = f"<h3>First {horizon.steps} decision days</h3>"
+    return head + note(text) + _panel_table(run, horizon.summary)
+
+
+def panel_section(run: RunData, options: ReportOptions) -> Section:
+    """The metric panel, mean ± std across seeds, the index at its return rank, over the
+    same decision days: full-length episodes together, each shorter length with everyone
+    rescored over its days."""
+    if run.done().empty:
+        return Section("Metric panel", note("No finished episodes yet."))
     intro = note(
         "Mean across finished episodes (seeds and windows) ± sample std; sorted by mean "
-        "total return, so the highlighted benchmark index sits at its return-implied rank."
-    ) + _greedy_note(greedy)
-    classes = dict.fromkeys((*METRIC_COLUMNS, "n"), "num")
-    return Section("Metric panel", intro + table(shown, classes=classes, row_classes=rows))
+        "total return, so the highlighted benchmark index sits at its return-implied rank. "
+        "steps: the decision days behind each row."
+    ) + _greedy_note(set(tables.greedy_seed_agents(run)))
+    extra = horizons(run)
+    if not extra:
+        return Section("Metric panel", intro + _panel_table(run, run.summary))
+    short = short_episodes(run.summary[run.summary["episode_id"].isin(list(run.steps))])
+    warning = note(
+        f"Not every episode ran the same number of decision days: {len(short)} finished "
+        f"episode(s) ({_labels(short)}) stopped before their window's end. Returns over "
+        "fewer days do not rank against returns over more, so this first table ranks only "
+        "the episodes that ran their whole window; each shorter length has its own ranking "
+        "below, every longer episode and the index rescored over the same first days."
+    )
+    parts = [intro, warning, "<h3>Full windows</h3>", _panel_table(run, full_length(run.summary))]
+    parts += [_horizon_block(run, h) for h in extra]
+    return Section("Metric panel", "".join(parts))
 
 
 def _greedy_note(agents: set[str]) -> str:
@@ -151,10 +234,25 @@ def matrix_section(run: RunData, options: ReportOptions) -> Section:
         parts.append(f"<h3>{esc(agent)}</h3>")
         if agent in set(tables.greedy_seed_agents(run)):
             parts.append(_greedy_note({agent}))
+        parts.append(_cell_days_note(run, agent))
         for name, matrix in [*means.items(), ("episodes", counts)]:
             parts.append(f"<h4>{esc(name)}</h4>" + table(matrix, index=True))
-        parts.append(figure_html(figures.mode_mask_heatmaps(means, agent)))
+        parts.append(figure_html(figures.mode_mask_heatmaps(means, agent), f"matrix {agent}"))
     return Section("Mode × mask matrix", "".join(parts))
+
+
+def _cell_days_note(run: RunData, agent: str) -> str:
+    """The warning beside a matrix whose cells cover different decision days."""
+    done = run.done()
+    mine = done[(done["kind"] == "llm") & (done["agent"] == agent)]
+    by_window = mine.groupby(["window_start", "window_end"], dropna=False)["n_steps"]
+    if (by_window.nunique() <= 1).all():
+        return ""
+    return note(
+        f"The cells' episodes ran different numbers of decision days "
+        f"({tables.step_counts(mine['n_steps'])}): compare cells of equal days only "
+        "(the metric panel ranks them over the same days)."
+    )
 
 
 def rejection_section(run: RunData, options: ReportOptions) -> Section:
@@ -162,12 +260,20 @@ def rejection_section(run: RunData, options: ReportOptions) -> Section:
     counts = tables.rejection_counts(run)
     if counts.empty:
         return Section("Rejected orders", note("No finished episodes yet."))
+    done = run.done()
+    days = done[done["kind"] != "benchmark"].groupby("agent")["n_steps"].sum()
+    shown = counts.copy()
+    shown.insert(1, "decision days", [int(days.get(a, 0)) for a in counts["agent"]])
     parts = [
-        note("Finished episodes; a code counts on every order carrying it (partial fills too)."),
-        table(counts),
+        note(
+            "Finished episodes; a code counts on every order carrying it (partial fills "
+            "too). decision days: the steps the counts are over (agents that ran fewer "
+            "days had fewer chances to be rejected)."
+        ),
+        table(shown),
     ]
     if len(counts.columns) > 4:
-        parts.append(figure_html(figures.rejection_bars(counts)))
+        parts.append(figure_html(figures.rejection_bars(counts), "rejections"))
     return Section("Rejected orders", "".join(parts))
 
 
@@ -228,6 +334,7 @@ DEFAULT_SECTIONS: tuple[SectionBuilder, ...] = (
     rejection_section,
     usage_section,
     faults_section,  # None unless the run has model episodes
+    model_episodes_section,  # None unless the run has model episodes
     rationale_section,
 )
 """The sections of `build_report`, in page order."""

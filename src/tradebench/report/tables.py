@@ -18,6 +18,7 @@ import pandas as pd
 
 from tradebench.metrics import FAULT_COUNT_COLUMNS
 from tradebench.report.load import ORDER_COLUMNS, RunData
+from tradebench.runs.guard import AGENT_TRANSPORT_KEYS, TRANSPORT_KEYS
 from tradebench.runs.summary import (
     FAULT_TOTAL_COLUMNS,
     MASKS,
@@ -47,11 +48,14 @@ __all__ = [
     "llm_agents",
     "metric_panel",
     "mode_mask_matrix",
+    "panel_steps",
     "rejection_counts",
+    "result_spec",
     "sample_rationales",
     "spec_modes",
     "spec_overview",
     "status_counts",
+    "step_counts",
     "usage_totals",
     "window_label",
 ]
@@ -168,7 +172,7 @@ def _benchmark_episodes(done: pd.DataFrame) -> pd.DataFrame:
     if own.empty:
         values = dict.fromkeys(METRIC_COLUMNS, np.nan)
         values |= {m: done[f"benchmark_{m}"] for m in ("total_return", "sharpe", "max_drawdown")}
-        own = done[WINDOW_KEYS].assign(**values)
+        own = done[[*WINDOW_KEYS, "n_steps"]].assign(**values)
     own = own.drop_duplicates(WINDOW_KEYS)
     return own.assign(
         agent=BENCHMARK_LABEL, kind="benchmark", mode=NOT_APPLICABLE, mask=NOT_APPLICABLE
@@ -195,6 +199,20 @@ def metric_panel(summary: pd.DataFrame) -> pd.DataFrame:
     ).reset_index(drop=True)
     panel.insert(0, "rank", np.arange(1, len(panel) + 1))
     return panel
+
+
+def panel_steps(summary: pd.DataFrame, panel: pd.DataFrame) -> list[str]:
+    """The decision days behind each row of `metric_panel(summary)`: the distinct step
+    counts of the row's finished episodes (`step_counts`)."""
+    done = summary[summary["status"] == "done"]
+    agents = done[done["kind"] != "benchmark"].groupby(GROUP_KEYS, dropna=False, sort=True)
+    steps = {key: step_counts(group["n_steps"]) for key, group in agents}
+    bench = step_counts(_benchmark_episodes(done)["n_steps"]) if len(done) else "–"
+    keys = panel[GROUP_KEYS].itertuples(index=False, name=None)
+    return [
+        bench if is_bench else steps.get(key, "–")
+        for is_bench, key in zip(panel["is_benchmark"], keys, strict=True)
+    ]
 
 
 def greedy_seed_agents(run: RunData) -> list[str]:
@@ -373,6 +391,35 @@ def _spec_value(value: object, limit: int = 240) -> str:
     else:
         text = str(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def result_spec(spec: dict) -> dict:
+    """The spec without its transport settings (`runs.guard`: concurrency, budget, cache;
+    each agent's endpoint, key variable, timeout and attempts), in the spec's order.
+
+    Those settings change how a run reaches its models, not its results, and a replay
+    changes them (cache mode and path, a dead endpoint), so the report leaves them out.
+    """
+    out = {k: v for k, v in spec.items() if k not in TRANSPORT_KEYS}
+    agents = spec.get("agents")
+    if isinstance(agents, list):
+        out["agents"] = [
+            {k: v for k, v in a.items() if k not in AGENT_TRANSPORT_KEYS}
+            if isinstance(a, dict)
+            else a
+            for a in agents
+        ]
+    return out
+
+
+def step_counts(values: pd.Series) -> str:
+    """Distinct step counts as text: `21`, `20, 21`, or `2–21` beyond three values."""
+    counts = sorted({int(v) for v in values.dropna()})
+    if not counts:
+        return "–"
+    if len(counts) > 3:
+        return f"{counts[0]}–{counts[-1]}"
+    return ", ".join(str(c) for c in counts)
 
 
 def spec_overview(spec: dict) -> pd.DataFrame:
