@@ -35,6 +35,7 @@ CHANGED_CONFIG: dict[str, Any] = {
     "extra": {"a": 2},
     "base_url": "http://elsewhere/v1",
     "api_key_env": "OTHER_KEY",
+    "tool_protocol": "text",
 }
 
 
@@ -102,3 +103,13 @@ def test_distinct_requests_never_share_a_key(
                        "auto", sample)  # fmt: skip
     assert key != _key(config.model_copy(update={"extra": {**extra, "n": 1}}), messages, (),
                        "auto", sample)  # fmt: skip
+
+
+def test_a_chosen_tool_protocol_is_in_the_key_and_auto_keeps_old_keys() -> None:
+    """`native` and `text` are different experiments; `auto` (the default) adds nothing to
+    the canonical request, so caches written before the setting existed still replay."""
+    keys = {
+        p: _key(BASE.model_copy(update={"tool_protocol": p})) for p in ("auto", "native", "text")
+    }
+    assert len(set(keys.values())) == 3
+    assert '"tool_protocol"' not in canonical_request(BASE, MESSAGES, (TOOL,), "auto")

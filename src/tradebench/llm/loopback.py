@@ -25,6 +25,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+PROBE_HEADER = "X-Tradebench-Probe"
+"""Header of the OpenAI adapter's endpoint probe (kept in step with openai_provider)."""
+
 Wire = Literal["openai", "anthropic"]
 ReplyKind = Literal["tool_calls", "text", "error", "truncated", "garbage", "empty", "drop"]
 
@@ -300,6 +303,11 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {k.lower(): v for k, v in self.headers.items()}
         owner = self.server.owner
         seen = RecordedRequest(wire=wire, path=self.path, headers=headers, body=body)
+        prompt_len = owner.prompt_length(raw, body)
+        if PROBE_HEADER.lower() in headers:
+            owner.record_probe(seen)
+            self._send(200, _openai_body(Reply.say("OK"), 0, "loopback", prompt_len, "probe"))
+            return
         reply = owner.next_reply(seen)
         n = owner.record(seen.model_copy(update={"reply": reply.kind}))
         delay = reply.delay_s + owner.latency_s
@@ -307,11 +315,13 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if delay > 0:
                 time.sleep(delay)
-            self._reply(reply, wire, n, (body or {}).get("model", "loopback"), raw)
+            self._reply(reply, wire, n, (body or {}).get("model", "loopback"), raw, prompt_len)
         finally:
             owner.leave()
 
-    def _reply(self, reply: Reply, wire: Wire, n: int, model: str, raw: bytes) -> None:
+    def _reply(
+        self, reply: Reply, wire: Wire, n: int, model: str, raw: bytes, prompt_len: int
+    ) -> None:
         if reply.kind == "drop":
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
@@ -322,7 +332,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, reply.text.encode(), reply.headers)
         else:
             build = _anthropic_body if wire == "anthropic" else _openai_body
-            self._send(200, build(reply, n, model, len(raw), call_tag(raw)), reply.headers)
+            self._send(200, build(reply, n, model, prompt_len, call_tag(raw)), reply.headers)
 
     def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
@@ -359,11 +369,20 @@ class LoopbackServer:
         script: Iterable[Reply] = (),
         responder: Responder | None = None,
         latency_s: float = 0.0,
+        drops: Iterable[Literal["tools", "system"]] = (),
     ) -> None:
-        """Queue `script`; `responder` answers once it runs out; `latency_s` delays all."""
+        """Queue `script`; `responder` answers once it runs out; `latency_s` delays all.
+
+        `drops` emulates a chat template that loses the request's `tools` or its system
+        turn: they are left out of the prompt-token count (as such a server reports it).
+        """
         self.latency_s = latency_s
         self.responder = responder or default_responder
+        self.drops = frozenset(drops)
         self.requests: list[RecordedRequest] = []
+        self.probes: list[RecordedRequest] = []
+        """Requests marked as the adapter's endpoint probe: answered from their size,
+        never from the script, and kept apart from `requests`."""
         self.in_flight = 0
         self.max_in_flight = 0
         self._script: collections.deque[Reply] = collections.deque(script)
@@ -400,6 +419,23 @@ class LoopbackServer:
             if self._script:
                 return self._script.popleft()
         return self.responder(request)
+
+    def prompt_length(self, raw: bytes, body: Any) -> int:
+        """Characters of the request that reach the prompt (all, unless `drops`)."""
+        if not self.drops or not isinstance(body, dict):
+            return len(raw)
+        kept = {k: v for k, v in body.items() if not ("tools" in self.drops and k == "tools")}
+        if "system" in self.drops:
+            kept.pop("system", None)
+            kept["messages"] = [
+                m for m in kept.get("messages") or [] if (m or {}).get("role") != "system"
+            ]
+        return len(json.dumps(kept))
+
+    def record_probe(self, request: RecordedRequest) -> None:
+        """Keep a probe request apart from the model requests."""
+        with self._lock:
+            self.probes.append(request)
 
     def record(self, request: RecordedRequest) -> int:
         """Append a request to the record; returns its index."""

@@ -4,17 +4,37 @@ Uses the official `openai` SDK with its raw-response interface so that a garbage
 ours to count, not the SDK's to raise. Quirks of local servers handled here: an assistant
 turn with tool calls carries `content: ""` (never null), and with `tool_choice="auto"` a
 call written as JSON text in `content` is recovered client-side (`ToolCall.recovered`).
+
+Servers whose chat template drops tools (SmolLM2's, most base models') or the system turn
+(llama.cpp's `gemma`) answer as if neither had been sent. With `tool_protocol: auto`, a
+custom endpoint is probed once, before its first request with tools: three one-token
+requests whose prompt-token counts tell whether the tools and the system text reached the
+prompt. Where they did not, requests go in the text protocol (`text_tools`): the catalogue
+in the system text, earlier calls and results as text, calls read back from the reply's
+text and counted as recovered. The cache key is the logical request either way.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Sequence
 from typing import Any
 
-from tradebench.errors import ConfigError
+from pydantic import BaseModel, ConfigDict
+
+from tradebench.errors import ConfigError, ProviderError
 from tradebench.llm.adapter import HttpChatModel, finish_parse_error, unreadable
-from tradebench.llm.parsing import ArgumentsError, call_errors, parse_arguments, recover_calls
+from tradebench.llm.parsing import (
+    ArgumentsError,
+    call_errors,
+    parse_arguments,
+    recover_calls,
+    recover_forced_call,
+)
+from tradebench.llm.redact import llm_logger
+from tradebench.llm.retry import FaultStats, RetryPolicy, call_with_retries
+from tradebench.llm.text_tools import plain_messages
 from tradebench.llm.types import ChatResponse, Message, ToolCall, ToolChoice, ToolSpec, Usage
 
 _FINISH = {
@@ -105,6 +125,9 @@ def parse_completion(
         content = json.dumps(content, ensure_ascii=False)
     if not calls and tools and tool_choice != "none":
         calls = recover_calls(content, {t.name for t in tools})
+        forced = tool_choice not in ("auto", "required")
+        if not calls and forced and tool_choice in {t.name for t in tools}:
+            calls = recover_forced_call(content, tool_choice)
     finish = _FINISH.get(str(choice.get("finish_reason")), str(choice.get("finish_reason")))
     if calls and finish == "stop":
         finish = "tool_calls"
@@ -114,11 +137,138 @@ def parse_completion(
     return response if error is None else response.model_copy(update={"parse_error": error})
 
 
+PROBE_HEADER = "X-Tradebench-Probe"
+"""Marks the endpoint probe's requests (the loopback server answers them apart)."""
+_PROBE_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "echo_word",
+        "description": "Echo one word back.",
+        "parameters": {
+            "type": "object",
+            "properties": {"word": {"type": "string", "maxLength": 16}},
+            "required": ["word"],
+        },
+    },
+}
+_PROBE_USER = {"role": "user", "content": "Say OK."}
+_PROBE_SHORT = {"role": "system", "content": "Answer in one word."}
+_PROBE_LONG = {
+    "role": "system",
+    "content": "Answer in one word. " + " ".join(["Be brief, plain and exact."] * 12),
+}
+
+
+class ToolSupport(BaseModel):
+    """What an endpoint's chat template keeps, as its prompt-token counts show."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tools: bool
+    """The request's tools reach the prompt."""
+    system: bool
+    """The system turn reaches the prompt."""
+    probed: bool = False
+    """Measured by the probe (False: assumed, e.g. `tool_protocol: native`)."""
+
+
+def support_from_counts(with_tools: int, short_system: int, long_system: int) -> ToolSupport:
+    """Read the probe: prompt tokens of (short system + user + tools), (short system +
+    user) and (long system + user).
+
+    Equal counts mean the difference never reached the prompt (comparing two system texts,
+    not system against none, is immune to templates that add a default system turn); a
+    server that reports no usage (zeros) is taken to keep both.
+    """
+    if min(with_tools, short_system, long_system) <= 0:
+        return ToolSupport(tools=True, system=True, probed=True)
+    return ToolSupport(
+        tools=with_tools > short_system, system=long_system > short_system, probed=True
+    )
+
+
 class OpenAIChatModel(HttpChatModel):
     """`ChatModel` over any OpenAI-compatible `/chat/completions` endpoint."""
 
     default_key_env = "OPENAI_API_KEY"
     client_class = "AsyncOpenAI"
+    support: ToolSupport | None = None
+    """How tools reach the endpoint; None until the first request with tools."""
+    text_protocol_replies: int = 0
+    """Replies obtained through the text protocol (each a recovery of dropped tools)."""
+    _probe_lock: asyncio.Lock | None = None
+
+    async def _prepare_tools(self) -> None:
+        """Decide, once, between the native and the text tool protocol."""
+        if self.support is not None:
+            return
+        protocol = self.config.tool_protocol
+        if protocol != "auto" or self.config.base_url is None:
+            self.support = ToolSupport(tools=protocol != "text", system=True)
+            return
+        if self._probe_lock is None:
+            self._probe_lock = asyncio.Lock()
+        async with self._probe_lock:
+            if self.support is None:
+                self.support = await self._probe()
+                if not self.support.tools:
+                    llm_logger().warning(
+                        "%s drops tools in its chat template: the tool catalogue goes into "
+                        "the prompt and calls are read from the reply's text",
+                        self.config.label,
+                    )
+                if not self.support.system:
+                    llm_logger().warning(
+                        "%s drops the system turn in its chat template: the system text "
+                        "opens the first user turn instead",
+                        self.config.label,
+                    )
+
+    async def _probe(self) -> ToolSupport:
+        """Three one-token requests; an endpoint that fails them keeps the native protocol."""
+        base = {"model": self.config.model, "max_tokens": 1, "temperature": 0.0}
+        bodies = [
+            {**base, "messages": [_PROBE_SHORT, _PROBE_USER], "tools": [_PROBE_TOOL]},
+            {**base, "messages": [_PROBE_SHORT, _PROBE_USER]},
+            {**base, "messages": [_PROBE_LONG, _PROBE_USER]},
+        ]
+        counts: list[int] = []
+        policy = RetryPolicy(max_attempts=2, timeout_s=self._retry.timeout_s)
+        try:
+            for body in bodies:
+                raw, _ = await call_with_retries(
+                    lambda b=body: self._send(b, probe=True),
+                    policy=policy,
+                    stats=FaultStats(),
+                    label=self.config.label,
+                    rng=self._rng,
+                )
+                usage = json.loads(raw).get("usage") or {}
+                counts.append(int(usage.get("prompt_tokens") or 0))
+        except (ProviderError, ValueError, KeyError) as exc:  # a failed probe keeps native
+            llm_logger().info("%s: tool probe failed (%s); native tools", self.config.label, exc)
+            return ToolSupport(tools=True, system=True)
+        return support_from_counts(*counts)
+
+    @property
+    def text_tools(self) -> bool:
+        """True when requests go in the text protocol."""
+        return self.support is not None and not self.support.tools
+
+    def _plain(self, body: dict[str, Any], tool_choice: ToolChoice) -> dict[str, Any]:
+        """The body as the endpoint's template can take it: in the text protocol the
+        tools move into the prompt (no `tools` field); without a system role the system
+        text opens the first user turn."""
+        fold = self.support is not None and not self.support.system
+        tools: list[dict[str, Any]] = []
+        if self.text_tools and "tools" in body:
+            tools = body.pop("tools")
+            body.pop("tool_choice", None)
+            self.text_protocol_replies += 1
+        body["messages"] = plain_messages(
+            body["messages"], tools, wire_tool_choice(tool_choice), fold_system=fold
+        )
+        return body
 
     def _request(
         self,
@@ -149,14 +299,17 @@ class OpenAIChatModel(HttpChatModel):
             body["tool_choice"] = wire_tool_choice(tool_choice)
         if "max_completion_tokens" in self.config.extra:
             del body["max_tokens"]
+        if self.support is not None and (self.text_tools or not self.support.system):
+            return self._plain(body, tool_choice)
         return body
 
     def _sdk(self) -> Any:
         return _import_sdk()
 
-    async def _create(self, body: dict[str, Any]) -> bytes:
+    async def _create(self, body: dict[str, Any], probe: bool = False) -> bytes:
+        options: Any = {"headers": {PROBE_HEADER: "1"}} if probe else {}
         text = await self.client.post(
-            "/chat/completions", body={**body, **self.config.extra}, cast_to=str
+            "/chat/completions", body={**body, **self.config.extra}, cast_to=str, options=options
         )
         return text.encode()
 

@@ -143,3 +143,26 @@ def recover_calls(content: str, tool_names: Collection[str]) -> list[ToolCall]:
                     )
                 )
     return calls
+
+
+def recover_forced_call(content: str, name: str) -> list[ToolCall]:
+    """The call to a forced tool `name` written as text: a `<tool_call>` to it, or, as
+    small models often do when told which tool to call, the bare arguments object."""
+    calls = recover_calls(content, {name})
+    if calls or not content or "{" not in content:
+        return calls
+    section = (_TAGGED.findall(content) or _FENCED.findall(content) or [content])[0]
+    objects = [v for v in _json_values(section) if isinstance(v, dict)]
+    if not objects:
+        return []
+    raw = json.dumps(objects[0], ensure_ascii=False)
+    digest = hashlib.sha256(content.encode()).hexdigest()[:10]
+    return [
+        ToolCall(
+            id=f"call_rec_{digest}_0",
+            name=name,
+            arguments=objects[0],
+            raw_arguments=raw,
+            recovered=True,
+        )
+    ]

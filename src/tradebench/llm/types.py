@@ -18,6 +18,7 @@ Role = Literal["system", "user", "assistant", "tool"]
 ToolChoice = Literal["auto", "none", "required"] | str
 """`auto` (model decides), `none` (no tools), `required` (some tool), or a tool name."""
 
+ToolProtocol = Literal["auto", "native", "text"]
 PROVIDERS = ("openai", "anthropic")
 _SECRET_KEY = re.compile(r"(?i)(api[-_]?key|authorization|secret|password|bearer|access[-_]?token)")
 
@@ -192,6 +193,12 @@ class ModelConfig(BaseModel):
     """Cap on output tokens per reply."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Extra request-body fields passed through (e.g. `top_p`, `seed`); never credentials."""
+    tool_protocol: ToolProtocol = "auto"
+    """How tools reach the model (OpenAI-compatible endpoints): `native` (the request's
+    `tools`), `text` (the catalogue rendered into the prompt, calls read from the reply's
+    text: for servers whose chat template drops tools), or `auto`: native, except that a
+    custom `base_url` is probed once for a template that drops tools or the system turn,
+    and gets `text` (and the system text folded into the first user turn) if so."""
 
     @field_validator("extra")
     @classmethod

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from tradebench.errors import ConfigError
 from tradebench.llm.budget import BudgetConfig
 from tradebench.llm.retry import RetryPolicy
-from tradebench.llm.types import ModelConfig
+from tradebench.llm.types import ModelConfig, ToolProtocol
 from tradebench.masking import MASK_LEVELS, MaskLevel
 
 SPEC_VERSION = 2
@@ -60,6 +60,11 @@ class AgentEntry(BaseModel):
     temperature: float = 0.0
     max_tokens: int = Field(default=1024, ge=16)
     extra: dict[str, Any] = Field(default_factory=dict)
+    tool_protocol: ToolProtocol = Field(
+        default="auto",
+        description="`native`, `text` (tools rendered into the prompt, calls read from text) "
+        "or `auto` (a custom endpoint is probed once for a template that drops tools)",
+    )
     max_steps: int | None = Field(
         default=None, ge=1, description="cap on this agent's steps per episode (slow models)"
     )
@@ -99,6 +104,7 @@ class AgentEntry(BaseModel):
             temperature=self.temperature,
             max_tokens=self.max_tokens,
             extra=self.extra,
+            tool_protocol=self.tool_protocol,
         )
 
 

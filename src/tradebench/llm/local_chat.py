@@ -1,0 +1,158 @@
+"""A tool-aware llama.cpp chat handler for the bundled models, and the server that uses it.
+
+`python -m tradebench.llm.local_chat [llama_cpp.server options] [--base_format NAME]
+[--fold_system]` registers the `tradebench-tools` chat handler and runs llama-cpp-python's
+OpenAI-compatible server with it. The handler wraps the model's own chat template (the
+GGUF's, or a named llama.cpp format) and carries what that template drops:
+
+- the tool catalogue and the calling convention go into the system text, earlier tool
+  calls into the assistant's text and tool results into user turns (`text_tools`);
+- a forced tool (`tool_choice` naming one) is generated under a grammar built from the
+  tool's JSON Schema and returned as a proper tool call;
+- with `auto`/`required`, calls the model writes as `<tool_call>` text are returned as
+  tool calls (ids derived from the text, so a replay is stable);
+- `--fold_system` folds the system text into the first user turn, for templates without a
+  system role (llama.cpp's `gemma` drops it).
+
+Needs the `local-llm` extra (llama-cpp-python); nothing else in tradebench imports this.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from tradebench.llm.parsing import recover_calls
+from tradebench.llm.text_tools import forced_tool, plain_messages
+
+HANDLER = "tradebench-tools"
+ANSWER_PREFIX = "message:"
+"""What a reply under `auto` starts with when it calls no tool (as llama.cpp's own
+function-calling format asks): calling and answering are then two explicit choices."""
+
+
+def _openai_call(call_id: str, name: str, raw_arguments: str) -> dict[str, Any]:
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": name, "arguments": raw_arguments},
+    }
+
+
+def _with_calls(result: dict[str, Any], calls: list[dict[str, Any]], text: str) -> dict[str, Any]:
+    """The completion `result` with its message carrying `calls` (finish: tool_calls)."""
+    choice = dict(result["choices"][0])
+    choice["message"] = {"role": "assistant", "content": text or None, "tool_calls": calls}
+    choice["finish_reason"] = "tool_calls"
+    return {**result, "choices": [choice]}
+
+
+def auto_grammar(tools: list[dict[str, Any]]) -> str:
+    """GBNF for a reply under `tool_choice="auto"`: one or more `<tool_call>` lines, each a
+    call to an offered tool with arguments of its schema, or an answer that starts with
+    `message:`. The model still decides which; the grammar only keeps a call well formed."""
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    alternatives = [
+        {
+            "type": "object",
+            "properties": {
+                "name": {"const": t["function"]["name"]},
+                "arguments": t["function"].get("parameters") or {"type": "object"},
+            },
+            "required": ["name", "arguments"],
+        }
+        for t in tools
+    ]
+    schema = json.dumps({"oneOf": alternatives})
+    rules = json_schema_to_gbnf(schema, prop_order=["name", "arguments"])
+    rules = rules.replace("root ::=", "call-json ::=", 1)
+    return (
+        "root ::= call+ | answer\n"
+        'call ::= "<tool_call>" call-json "</tool_call>" "\\n"?\n'
+        f'answer ::= "{ANSWER_PREFIX}" [^<]*\n' + rules
+    )
+
+
+def make_handler(base_format: str | None = None, fold_system: bool = False) -> Callable[..., Any]:
+    """A llama-cpp chat completion handler that carries tools through a plain template.
+
+    Args:
+        base_format: llama.cpp chat format that renders the turns (None: the GGUF's own
+            template, else `chatml`).
+        fold_system: The base format has no system role.
+    """
+    from llama_cpp import llama_chat_format
+
+    def base_handler(llama: Any) -> Callable[..., Any]:
+        if base_format is not None:
+            return llama_chat_format.get_chat_completion_handler(base_format)
+        own = getattr(llama, "_chat_handlers", {}).get("chat_template.default")
+        return own or llama_chat_format.get_chat_completion_handler("chatml")
+
+    def handler(
+        *,
+        llama: Any,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: Any = None,
+        stream: bool = False,
+        **kwargs: Any,
+    ) -> Any:
+        base = base_handler(llama)
+        offered = [] if tool_choice == "none" else list(tools or [])
+        choice = tool_choice or "auto"
+        name = forced_tool(choice) if offered else None
+        prefix = ANSWER_PREFIX if offered and name is None and not stream else ""
+        plain = plain_messages(
+            messages, offered, choice, fold_system=fold_system, answer_prefix=prefix
+        )
+        if name is not None and not stream:
+            # The base handler builds the grammar from the tool's schema and returns the
+            # call; the template never sees the tools (they are in the system text).
+            return base(llama=llama, messages=plain, tools=offered, tool_choice=choice, **kwargs)
+        if not offered or stream:
+            return base(llama=llama, messages=plain, stream=stream, **kwargs)
+        from llama_cpp.llama_grammar import LlamaGrammar
+
+        grammar = LlamaGrammar.from_string(auto_grammar(offered), verbose=False)
+        result = base(llama=llama, messages=plain, **{**kwargs, "grammar": grammar})
+        text = result["choices"][0]["message"].get("content") or ""
+        found = recover_calls(text, {t["function"]["name"] for t in offered})
+        if not found:
+            answer = text.removeprefix(ANSWER_PREFIX).lstrip()
+            choice0 = {**result["choices"][0]}
+            choice0["message"] = {**choice0["message"], "content": answer}
+            return {**result, "choices": [choice0]}
+        calls = [_openai_call(c.id, c.name, c.raw_arguments) for c in found]
+        before = text.split("<tool_call>", 1)[0].strip()
+        return _with_calls(result, calls, before)
+
+    return handler
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Register the handler and run llama-cpp-python's server (its options pass through)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    base_format = None
+    if "--base_format" in args:
+        i = args.index("--base_format")
+        base_format = args[i + 1]
+        del args[i : i + 2]
+    fold_system = "--fold_system" in args
+    args = [a for a in args if a != "--fold_system"]
+    from llama_cpp import llama_chat_format
+
+    llama_chat_format.LlamaChatCompletionHandlerRegistry().register_chat_completion_handler(
+        HANDLER, make_handler(base_format, fold_system), overwrite=True
+    )
+    from llama_cpp.server.__main__ import main as serve
+
+    sys.argv = ["llama_cpp.server", *args, "--chat_format", HANDLER]
+    serve()
+
+
+if __name__ == "__main__":
+    main()

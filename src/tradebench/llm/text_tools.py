@@ -1,0 +1,168 @@
+"""Tools for chat templates that cannot carry them: the catalogue and the calls as text.
+
+Many small models' chat templates (SmolLM2's among them) render only `role` and
+`content`: a request's `tools` vanish, an assistant's earlier tool calls render as an
+empty turn and tool results are dropped or mislabelled, so the model never learns it may
+call anything and a retry cannot see what was rejected. Some templates (llama.cpp's
+`gemma`) have no system role at all.
+
+`plain_messages` rewrites an OpenAI-style conversation so that everything survives such a
+template: the tool catalogue and the calling convention go into the system text, earlier
+calls become `<tool_call>` lines in the assistant's text, tool results become user turns,
+and (for templates without a system role) the system text is folded into the first user
+turn. Calls written back in that convention are read by `tradebench.llm.parsing`.
+
+Both sides use it: the bundled local server's chat handler (`llm/local_chat.py`) and the
+OpenAI-compatible adapter when it finds that an endpoint drops tools.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+CALL_OPEN = "<tool_call>"
+CALL_CLOSE = "</tool_call>"
+
+
+def _tool_function(tool: dict[str, Any]) -> dict[str, Any]:
+    """The `function` part of an OpenAI tool entry (or the entry itself)."""
+    return tool.get("function", tool) if isinstance(tool, dict) else {}
+
+
+def forced_tool(tool_choice: Any) -> str | None:
+    """The tool name a `tool_choice` forces (`{"type": "function", ...}` or a bare name)."""
+    if isinstance(tool_choice, dict):
+        return str((tool_choice.get("function") or {}).get("name") or "") or None
+    if isinstance(tool_choice, str) and tool_choice not in ("auto", "none", "required"):
+        return tool_choice
+    return None
+
+
+def catalogue_text(
+    tools: Sequence[dict[str, Any]], tool_choice: Any = "auto", answer_prefix: str = ""
+) -> str:
+    """The tools and how to call them, as text for the system turn.
+
+    `answer_prefix`: what a reply without a tool call must start with (a server that
+    constrains the reply's grammar asks for one, so calling and answering are two
+    explicit choices); empty: plain text.
+    """
+    answer = (
+        f"To answer without a tool, start your reply with `{answer_prefix}`."
+        if answer_prefix
+        else "To answer without a tool, write plain text."
+    )
+    lines = [
+        "## Tools",
+        "You can call the tools below. To call one, write a line of exactly this form, "
+        "with the arguments as one JSON object:",
+        f'{CALL_OPEN}{{"name": "TOOL_NAME", "arguments": {{...}}}}{CALL_CLOSE}',
+        "Write nothing after your calls; each result comes back in the next message. " + answer,
+        "",
+    ]
+    for tool in tools:
+        fn = _tool_function(tool)
+        if not fn.get("name"):
+            continue
+        schema = json.dumps(fn.get("parameters") or {}, ensure_ascii=False, separators=(",", ":"))
+        lines.append(f"- {fn.get('name', '')}: {fn.get('description', '')}")
+        lines.append(f"  arguments (JSON Schema): {schema}")
+    first = _tool_function(tools[0]).get("name", "TOOL_NAME") if tools else "TOOL_NAME"
+    lines += ["", f'For example, a call to {first} starts: {CALL_OPEN}{{"name": "{first}", ...']
+    return "\n".join(lines) + "\n" + _choice_line(tool_choice)
+
+
+def _choice_line(tool_choice: Any) -> str:
+    name = forced_tool(tool_choice)
+    if name is not None:
+        return f"In this reply you must call `{name}` and nothing else."
+    if tool_choice == "required":
+        return "In this reply you must call at least one tool."
+    return ""
+
+
+def call_text(name: str, arguments: Any) -> str:
+    """One tool call in the text convention."""
+    if isinstance(arguments, str):
+        # Unparseable arguments stay as the model wrote them, so it can see its mistake.
+        with contextlib.suppress(ValueError):
+            arguments = json.loads(arguments) if arguments.strip() else {}
+    args = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+    return f'{CALL_OPEN}{{"name": {json.dumps(name)}, "arguments": {args}}}{CALL_CLOSE}'
+
+
+def _result_text(message: dict[str, Any], names: dict[str, str]) -> str:
+    name = message.get("name") or names.get(str(message.get("tool_call_id") or ""), "tool")
+    return f"Result of {name}:\n{_content(message)}"
+
+
+def _content(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, list):  # content parts: keep the text ones
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return "" if content is None else str(content)
+
+
+def plain_messages(
+    messages: Sequence[dict[str, Any]],
+    tools: Sequence[dict[str, Any]] = (),
+    tool_choice: Any = "auto",
+    *,
+    fold_system: bool = False,
+    answer_prefix: str = "",
+) -> list[dict[str, Any]]:
+    """The conversation with only `system`/`user`/`assistant` turns of plain text.
+
+    Args:
+        messages: OpenAI chat-completions messages (tool calls and tool results allowed).
+        tools: OpenAI tool entries; their catalogue is appended to the system text (a
+            system turn is made when there is none). Empty: no catalogue.
+        tool_choice: `auto`, `none`, `required` or a forced tool; says in the catalogue
+            what this reply must do.
+        fold_system: The template has no system role: the system text opens the first
+            user turn instead.
+        answer_prefix: See `catalogue_text`.
+
+    Adjacent turns of one role are merged, so templates that insist on alternating
+    user/assistant turns accept the result.
+    """
+    system_parts: list[str] = []
+    turns: list[dict[str, Any]] = []
+    names: dict[str, str] = {}
+    for message in messages:
+        role = message.get("role")
+        if role == "system":
+            system_parts.append(_content(message))
+            continue
+        if role == "assistant":
+            calls = message.get("tool_calls") or []
+            parts = [_content(message)] if _content(message).strip() else []
+            for call in calls:
+                fn = call.get("function") or {}
+                names[str(call.get("id") or "")] = str(fn.get("name", ""))
+                parts.append(call_text(str(fn.get("name", "")), fn.get("arguments") or {}))
+            turns.append({"role": "assistant", "content": "\n".join(parts)})
+        elif role == "tool":
+            turns.append({"role": "user", "content": _result_text(message, names)})
+        else:
+            turns.append({"role": "user", "content": _content(message)})
+    if tools and tool_choice != "none":
+        system_parts.append(catalogue_text(tools, tool_choice, answer_prefix))
+    system = "\n\n".join(p for p in system_parts if p.strip())
+    merged: list[dict[str, Any]] = []
+    for turn in turns:
+        if merged and merged[-1]["role"] == turn["role"]:
+            merged[-1] = {**merged[-1], "content": merged[-1]["content"] + "\n\n" + turn["content"]}
+        else:
+            merged.append(dict(turn))
+    if not system:
+        return merged
+    if not fold_system:
+        return [{"role": "system", "content": system}, *merged]
+    if merged and merged[0]["role"] == "user":
+        merged[0] = {**merged[0], "content": system + "\n\n" + merged[0]["content"]}
+        return merged
+    return [{"role": "user", "content": system}, *merged]
