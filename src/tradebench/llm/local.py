@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import importlib.util
+import os
 import signal
 import socket
 import subprocess
@@ -197,6 +198,7 @@ class LocalServer:
         if not self.tool_aware:
             fmt = self.model.chat_format
             return cmd + (["--chat_format", fmt] if fmt else [])
+        cmd += ["--parent_pid", str(os.getpid())]
         if self.model.chat_format:
             cmd += ["--base_format", self.model.chat_format]
         if self.model.fold_system:

@@ -19,7 +19,10 @@ Needs the `local-llm` extra (llama-cpp-python); nothing else in tradebench impor
 
 from __future__ import annotations
 
+import ctypes
 import json
+import os
+import signal
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -133,9 +136,24 @@ def make_handler(base_format: str | None = None, fold_system: bool = False) -> C
     return handler
 
 
+def die_with_parent(parent_pid: int) -> None:
+    """End this server when the process that started it ends, even by SIGKILL (Linux:
+    `PR_SET_PDEATHSIG`), so an interrupted run leaves no model server behind."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+    if os.getppid() != parent_pid:  # the parent was gone before the line above
+        sys.exit(0)
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Register the handler and run llama-cpp-python's server (its options pass through)."""
+    """Register the handler and run llama-cpp-python's server (its options pass through);
+    `--parent_pid N` ties the server's life to process N's."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if "--parent_pid" in args:
+        i = args.index("--parent_pid")
+        die_with_parent(int(args[i + 1]))
+        del args[i : i + 2]
     base_format = None
     if "--base_format" in args:
         i = args.index("--base_format")

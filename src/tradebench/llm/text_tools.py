@@ -41,10 +41,9 @@ def forced_tool(tool_choice: Any) -> str | None:
     return None
 
 
-def catalogue_text(
-    tools: Sequence[dict[str, Any]], tool_choice: Any = "auto", answer_prefix: str = ""
-) -> str:
-    """The tools and how to call them, as text for the system turn.
+def catalogue_text(tools: Sequence[dict[str, Any]], answer_prefix: str = "") -> str:
+    """The tools and how to call them, as text for the system turn (the same for every
+    request of a conversation, so a server's prompt cache keeps the prefix).
 
     `answer_prefix`: what a reply without a tool call must start with (a server that
     constrains the reply's grammar asks for one, so calling and answering are two
@@ -72,10 +71,11 @@ def catalogue_text(
         lines.append(f"  arguments (JSON Schema): {schema}")
     first = _tool_function(tools[0]).get("name", "TOOL_NAME") if tools else "TOOL_NAME"
     lines += ["", f'For example, a call to {first} starts: {CALL_OPEN}{{"name": "{first}", ...']
-    return "\n".join(lines) + "\n" + _choice_line(tool_choice)
+    return "\n".join(lines)
 
 
-def _choice_line(tool_choice: Any) -> str:
+def choice_line(tool_choice: Any) -> str:
+    """What this reply must do when `tool_choice` forces a tool (empty for `auto`)."""
     name = forced_tool(tool_choice)
     if name is not None:
         return f"In this reply you must call `{name}` and nothing else."
@@ -120,8 +120,8 @@ def plain_messages(
         messages: OpenAI chat-completions messages (tool calls and tool results allowed).
         tools: OpenAI tool entries; their catalogue is appended to the system text (a
             system turn is made when there is none). Empty: no catalogue.
-        tool_choice: `auto`, `none`, `required` or a forced tool; says in the catalogue
-            what this reply must do.
+        tool_choice: `auto`, `none`, `required` or a forced tool; a forced choice is said
+            in a closing user turn.
         fold_system: The template has no system role: the system text opens the first
             user turn instead.
         answer_prefix: See `catalogue_text`.
@@ -150,7 +150,9 @@ def plain_messages(
         else:
             turns.append({"role": "user", "content": _content(message)})
     if tools and tool_choice != "none":
-        system_parts.append(catalogue_text(tools, tool_choice, answer_prefix))
+        system_parts.append(catalogue_text(tools, answer_prefix))
+        if choice_line(tool_choice):  # last, so the conversation's prefix stays the same
+            turns.append({"role": "user", "content": choice_line(tool_choice)})
     system = "\n\n".join(p for p in system_parts if p.strip())
     merged: list[dict[str, Any]] = []
     for turn in turns:
