@@ -1,35 +1,27 @@
 """`MarketView`: the point-in-time gate, the only door through which agents see the market.
 
 A view at decision time T (before T's open) shows bars strictly before T, so T-1's close is
-the last visible price; membership as of T; and trading-calendar helpers. Every array it
-returns is a read-only slice of the shared panel (no per-step copy of the panel).
+the last visible price; membership as of T; text records with `ts_available <=` the
+decision instant (`decision_time(T, market)`: the market's 09:30 local open on T, in UTC);
+and trading-calendar helpers. Every array it returns is a read-only slice of the shared
+panel (no per-step copy of the panel).
 """
 
 from __future__ import annotations
 
-from datetime import date
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from tradebench.data.clock import DayLike, decision_ns, decision_time, to_day
 from tradebench.data.dataset import Dataset
 from tradebench.data.panel import Panel
+from tradebench.data.records import Record, empty_records, to_record_list
 from tradebench.errors import ConfigError
 
-DayLike = date | str | np.datetime64 | pd.Timestamp
-
-
-def to_day(value: DayLike) -> np.datetime64:
-    """Normalise a date-like value to `datetime64[D]`.
-
-    Raises:
-        ConfigError: `value` is not a date (e.g. `2024-13-45`).
-    """
-    try:
-        return np.datetime64(pd.Timestamp(value).date(), "D")
-    except (ValueError, TypeError) as exc:
-        raise ConfigError(f"{value!r} is not a date ({exc}); use YYYY-MM-DD") from None
+__all__ = ["DayLike", "MarketView", "decision_time", "to_day"]
 
 
 class MarketView:
@@ -64,6 +56,11 @@ class MarketView:
     def last_day(self) -> np.datetime64 | None:
         """The last visible trading day (T-1), or None before the data starts."""
         return self._panel.dates[self.t - 1] if self.t > 0 else None
+
+    @property
+    def decision_time(self) -> pd.Timestamp:
+        """The decision instant of T in UTC: the market's open on T (`decision_time`)."""
+        return decision_time(self.as_of, self._market)
 
     def is_trading_day(self) -> bool:
         """Whether T itself is a trading day of the (public) calendar."""
@@ -165,6 +162,69 @@ class MarketView:
         frame = pd.DataFrame(data, index=pd.DatetimeIndex(self.calendar[start:], name="date"))
         return frame[self._field("listed")[start : self.t, col]]
 
+    # ------------------------------------------------------------------ records
+    def records(
+        self,
+        symbols: str | Iterable[str] | None = None,
+        kinds: str | Iterable[str] | None = None,
+        limit: int | None = None,
+        lookback: pd.Timedelta | str | None = None,
+    ) -> pd.DataFrame:
+        """Text records available at the decision instant, oldest first (newest last).
+
+        A record is returned when `ts_available <= self.decision_time` (and, with
+        `lookback`, `ts_available > decision_time - lookback`); records without a
+        `ts_available` never are. Ties are ordered by `record_id`.
+
+        Args:
+            symbols: keep records naming any of these symbols (None: all records).
+            kinds: keep these kinds, e.g. `"news"` or `["news", "filing"]` (None: all).
+            limit: keep only the newest `limit` rows after filtering.
+            lookback: how far back from the decision instant, e.g. `"7D"`.
+
+        Returns:
+            A new frame with the columns `record_id, kind, symbols, ts_event, ts_available,
+            source, title, body, url, sha256` (UTC stamps, `symbols` as tuples).
+
+        Raises:
+            ConfigError: a negative `limit` or a non-positive or unreadable `lookback`.
+        """
+        index = self._panel.records
+        if index is None:
+            return empty_records()
+        cutoff = decision_ns(self.as_of, self._market)
+        pos = index.visible(
+            cutoff,
+            symbols=_names(symbols),
+            kinds=_names(kinds),
+            after_ns=None if lookback is None else cutoff - _lookback_ns(lookback),
+            limit=_limit(limit),
+        )
+        return index.frame.iloc[pos].reset_index(drop=True)
+
+    def record_list(
+        self,
+        symbols: str | Iterable[str] | None = None,
+        kinds: str | Iterable[str] | None = None,
+        limit: int | None = None,
+        lookback: pd.Timedelta | str | None = None,
+    ) -> list[Record]:
+        """`records(...)` as typed `Record`s, in the same order."""
+        return to_record_list(self.records(symbols, kinds, limit, lookback))
+
+    def record(self, record_id: str) -> Record:
+        """One visible record by id.
+
+        Raises:
+            KeyError: no such record, or it is not yet available at the decision instant
+                (the two are indistinguishable on purpose).
+        """
+        index = self._panel.records
+        pos = None if index is None else index.by_id.get(record_id)
+        if pos is None or index.available_ns[pos] > decision_ns(self.as_of, self._market):
+            raise KeyError(f"no record {record_id!r} is available at this decision time")
+        return to_record_list(index.frame.iloc[[pos]])[0]
+
     def _field(self, field: str) -> np.ndarray:
         panel = self._panel
         if field in panel.fields:
@@ -182,6 +242,28 @@ class MarketView:
         if col < 0:
             raise KeyError(f"unknown symbol {symbol!r}")
         return col
+
+
+def _names(value: str | Iterable[str] | None) -> list[str] | None:
+    if value is None:
+        return None
+    return [value] if isinstance(value, str) else [str(v) for v in value]
+
+
+def _limit(limit: int | None) -> int | None:
+    if limit is not None and limit < 0:
+        raise ConfigError(f"records(limit={limit}) must be >= 0")
+    return limit
+
+
+def _lookback_ns(lookback: pd.Timedelta | str) -> int:
+    try:
+        span = pd.Timedelta(lookback)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"records(lookback={lookback!r}) is not a duration ({exc})") from None
+    if pd.isna(span) or span <= pd.Timedelta(0):
+        raise ConfigError(f"records(lookback={lookback!r}) must be a positive duration")
+    return int(span.as_unit("ns").value)
 
 
 def _members_at(panel: Panel, day: np.datetime64) -> np.ndarray:

@@ -100,6 +100,84 @@ def import_cmd(
     _render_info(out)
 
 
+@app.command("import-records")
+@exits_on_error
+def import_records_cmd(
+    dataset: Annotated[
+        Path, typer.Argument(help="Existing dataset folder (from `data import` or `data synth`).")
+    ],
+    news: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--news",
+            help="Alpaca news file (datetime, title, content, url, equity); repeat per file. "
+            "ts_available = publish time + --delay-minutes.",
+        ),
+    ] = None,
+    filings: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--filings",
+            help="EDGAR filings file (ticker, type, content, document_url, utc_timestamp); "
+            "ts_available = acceptance time, ts_event = period in the document name.",
+        ),
+    ] = None,
+    long: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--long",
+            help="Generic CSV/Parquet with kind, ts_available, title/body (optional "
+            "record_id, symbols, ts_event, source, url); repeat per file.",
+        ),
+    ] = None,
+    delay_minutes: Annotated[
+        float,
+        typer.Option(
+            "--delay-minutes", min=0.0, help="News delivery delay added to the publish time."
+        ),
+    ] = 30.0,
+    naive_tz: Annotated[
+        str, typer.Option("--naive-tz", help="--long: zone of stamps written without one.")
+    ] = "UTC",
+) -> None:
+    """Attach timestamped evidence (news, filings, other text) to a dataset as records.parquet.
+
+    Every record carries ts_available, the first instant an agent may see it (UTC). A view
+    for trading day T shows a record only when ts_available <= T's decision time: the
+    market's 09:30 open on T (New York for us, Shanghai for cn). Records without a
+    ts_available are kept but never shown. Problems (missing stamps, duplicates, unknown
+    symbols, stamps before the event) are listed as findings, never dropped. Re-running
+    replaces the dataset's records.
+
+    Examples:
+
+      tradebench data import-records data/us --news alpaca_news_COIN.parquet
+      --news alpaca_news_NFLX.parquet --filings filing_data.parquet --delay-minutes 30
+
+      tradebench data import-records data/cn --long announcements.csv --naive-tz Asia/Shanghai
+    """
+    import pandas as pd
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from tradebench.data.importers.records import RecordsImport, import_records, source_count
+
+    job = RecordsImport(
+        dataset=dataset,
+        news=tuple(news or ()),
+        filings=tuple(filings or ()),
+        long=tuple(long or ()),
+        delay=pd.Timedelta(minutes=delay_minutes),
+        naive_tz=naive_tz,
+    )
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
+    with Progress(*columns, console=console, transient=True) as progress:
+        task = progress.add_task("reading record files", total=source_count(job))
+        result = import_records(job, lambda name: progress.advance(task))
+    kinds = ", ".join(f"{k} {n:,}" for k, n in result.by_kind.items())
+    console.print(f"wrote [bold]{dataset / 'records.parquet'}[/] ({result.n_records:,}: {kinds})")
+    _render_info(dataset)
+
+
 @app.command("export")
 @exits_on_error
 def export_cmd(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tradebench.data.schema import Finding
+from tradebench.data.schema import Finding, FindingKind
 
 GLITCH_TOLERANCE_PP = 1.0
 
@@ -99,5 +99,94 @@ def membership_without_bars(
             count=len(missing),
             examples=missing[:10],
             detail="members with no bars are never in a view's universe (nothing to trade)",
+        )
+    ]
+
+
+def _record_examples(rows: pd.DataFrame, n: int = 10) -> list[str]:
+    out = []
+    for rid, symbols, avail, event in (
+        rows[["record_id", "symbols", "ts_available", "ts_event"]]
+        .head(n)
+        .itertuples(index=False, name=None)
+    ):
+        stamp = avail if not pd.isna(avail) else event
+        when = "-" if pd.isna(stamp) else pd.Timestamp(stamp).strftime("%Y-%m-%dT%H:%M:%SZ")
+        out.append(f"{symbols[0] if symbols else '-'}@{when} {rid}")
+    return out
+
+
+def _record_finding(kind: FindingKind, rows: pd.DataFrame, detail: str) -> list[Finding]:
+    if rows.empty:
+        return []
+    return [Finding(kind=kind, count=len(rows), examples=_record_examples(rows), detail=detail)]
+
+
+def record_findings(
+    records: pd.DataFrame, known_symbols: set[str], last_decision: pd.Timestamp | None
+) -> list[Finding]:
+    """Problems in a canonical records frame; every row is kept and only listed.
+
+    Args:
+        records: the records table (canonical order, UTC stamps).
+        known_symbols: symbols of the dataset (instruments and index).
+        last_decision: decision instant of the dataset's last trading day, or None.
+    """
+    avail, event = records["ts_available"], records["ts_event"]
+    findings = _record_finding(
+        "record_missing_available",
+        records[avail.isna()],
+        "no ts_available: kept, but never visible to any view",
+    )
+    findings += _record_finding(
+        "record_missing_event",
+        records[event.isna()],
+        "no ts_event: kept; the gate uses only ts_available",
+    )
+    findings += _record_finding(
+        "record_available_before_event",
+        records[avail.notna() & event.notna() & (avail < event)],
+        "ts_available is earlier than ts_event: kept and visible from ts_available; check "
+        "the source's stamps",
+    )
+    key = pd.Series(
+        [
+            f"{k}|{','.join(s)}|{h}"
+            for k, s, h in zip(records["kind"], records["symbols"], records["sha256"], strict=True)
+        ]
+    )
+    findings += _record_finding(
+        "record_duplicate",
+        records[key.duplicated(keep="first").to_numpy()],
+        "same kind, symbols, title and body as an earlier record: kept (each copy has its "
+        "own id and stamps)",
+    )
+    findings += _unknown_symbols(records, known_symbols)
+    findings += _record_finding(
+        "record_empty_body", records[records["body"] == ""], "no body text: kept, title only"
+    )
+    if last_decision is not None:
+        findings += _record_finding(
+            "record_after_calendar",
+            records[avail.notna() & (avail > last_decision)],
+            f"available after {last_decision.isoformat()}, the decision instant of the "
+            "dataset's last trading day: kept, visible to no view inside the calendar",
+        )
+    return findings
+
+
+def _unknown_symbols(records: pd.DataFrame, known: set[str]) -> list[Finding]:
+    exploded = records["symbols"].explode().dropna()
+    unknown = exploded[~exploded.isin(known)]
+    if unknown.empty:
+        return []
+    counts = unknown.value_counts().sort_index()
+    return [
+        Finding(
+            kind="record_unknown_symbol",
+            count=int(unknown.index.nunique()),
+            examples=[f"{s} ({n} records)" for s, n in counts.head(10).items()],
+            detail=f"{len(counts)} symbols not in the dataset: records kept and visible "
+            "(filter by symbol still finds them); nothing to trade for these names",
         )
     ]

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 from pydantic import ValidationError
 
 from tradebench.data.panel import Panel, build_panel
+from tradebench.data.records import records_to_arrow, records_to_pandas, validate_records
 from tradebench.data.schema import REQUIRED_TABLES, TABLES, FileEntry, Manifest
 from tradebench.errors import DataError, DatasetCorruptError
 
@@ -43,6 +44,9 @@ class Dataset:
     index: pd.DataFrame | None = None
     membership: pd.DataFrame | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    records: pd.DataFrame | None = None
+    """Text evidence (`tradebench.data.records`); None when the dataset has none. Only
+    `MarketView.records` hands it to agents, gated by `ts_available`."""
 
     @property
     def market(self) -> str:
@@ -88,13 +92,25 @@ def write_dataset(
     for name, frame in tables.items():
         if frame is None:
             continue
-        table = _to_arrow(name, frame)
-        file = out / f"{name}.parquet"
-        pq.write_table(table, file, compression="zstd")
-        files[name] = FileEntry(path=file.name, rows=table.num_rows, sha256=sha256_file(file))
+        files[name] = write_table(out, name, frame)
     manifest = Manifest(files=files, **manifest_fields)
-    (out / MANIFEST).write_text(manifest.model_dump_json(indent=2) + "\n")
+    write_manifest(out, manifest)
     return manifest
+
+
+def write_table(out: Path, name: str, frame: pd.DataFrame) -> FileEntry:
+    """Write one table as `<name>.parquet` (schema-cast, via a temporary file + rename)."""
+    table = _to_arrow(name, frame)
+    file = Path(out) / f"{name}.parquet"
+    tmp = file.with_name(f".{file.name}.tmp")
+    pq.write_table(table, tmp, compression="zstd")
+    tmp.replace(file)
+    return FileEntry(path=file.name, rows=table.num_rows, sha256=sha256_file(file))
+
+
+def write_manifest(out: Path, manifest: Manifest) -> None:
+    """Write `manifest.json` into the dataset folder `out`."""
+    (Path(out) / MANIFEST).write_text(manifest.model_dump_json(indent=2) + "\n")
 
 
 def _to_arrow(name: str, frame: pd.DataFrame) -> pa.Table:
@@ -102,12 +118,17 @@ def _to_arrow(name: str, frame: pd.DataFrame) -> pa.Table:
     missing = [c for c in schema.names if c not in frame.columns]
     if missing:
         raise DataError(f"table {name!r} is missing columns {missing}")
+    if name == "records":
+        return records_to_arrow(frame)
     frame = frame[schema.names]
     return pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
 
 
 def load_dataset(path: str | Path, verify: bool = True) -> Dataset:
     """Load a dataset folder, verifying manifest, checksums, schemas and basic integrity.
+
+    With `verify`, each file's sha256 is checked and each record's text against its
+    `sha256` column (`records.parquet`, when the dataset has one).
 
     Raises:
         DatasetCorruptError: a file is missing, truncated, fails its checksum or schema.
@@ -127,6 +148,8 @@ def load_dataset(path: str | Path, verify: bool = True) -> Dataset:
                 "`tradebench data import` or `tradebench data synth`"
             )
     validate_bars(frames["bars"], where=str(path / manifest.files["bars"].path))
+    if verify and "records" in frames:
+        validate_records(frames["records"], where=str(path / manifest.files["records"].path))
     return Dataset(
         path=path,
         manifest=manifest,
@@ -134,6 +157,7 @@ def load_dataset(path: str | Path, verify: bool = True) -> Dataset:
         instruments=frames["instruments"],
         index=frames.get("index"),
         membership=frames.get("membership"),
+        records=frames.get("records"),
     )
 
 
@@ -178,7 +202,7 @@ def _read_table(path: Path, name: str, entry: FileEntry, verify: bool) -> pd.Dat
         raise DatasetCorruptError(
             f"{file} has {table.num_rows} rows, the manifest says {entry.rows}; {fix}"
         )
-    return _arrow_to_pandas(table)
+    return records_to_pandas(table) if name == "records" else _arrow_to_pandas(table)
 
 
 def _arrow_to_pandas(table: pa.Table) -> pd.DataFrame:

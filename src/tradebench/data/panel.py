@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from tradebench.data.boards import limit_arrays
+from tradebench.data.records import RecordIndex, build_record_index
 
 if TYPE_CHECKING:
     from tradebench.data.dataset import Dataset
@@ -49,6 +50,9 @@ class Panel:
         limit_pct: nominal board limit per symbol, (N,).
         limit_threshold: engine limit threshold per symbol, (N,).
         boards: board name per symbol, (N,).
+        membership: index membership intervals, or None without a membership table.
+        column_map: symbol -> column.
+        records: text evidence sorted for the gate, or None without a records table.
     """
 
     dates: np.ndarray
@@ -63,6 +67,7 @@ class Panel:
     boards: np.ndarray
     membership: MembershipIntervals | None
     column_map: dict[str, int]
+    records: RecordIndex | None = None
 
     def column(self, symbol: str) -> int:
         """Column index of a symbol; -1 when unknown."""
@@ -109,6 +114,7 @@ def build_panel(dataset: Dataset) -> Panel:
         boards=_readonly(boards),
         membership=_membership(dataset.membership, column_map),
         column_map=column_map,
+        records=None if dataset.records is None else build_record_index(dataset.records),
     )
 
 

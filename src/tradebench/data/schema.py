@@ -1,6 +1,8 @@
 """On-disk dataset format: table schemas and the manifest.
 
-A dataset is a folder of Parquet files plus `manifest.json`. Prices in `bars` are the raw
+A dataset is a folder of Parquet files plus `manifest.json`. `records` (optional) holds
+timestamped text evidence (news, filings, macro releases) with the instant each item became
+available (`ts_available`, UTC); see `tradebench.data.records`. Prices in `bars` are the raw
 traded prices; `adj_factor` turns them into adjusted prices (adjusted = raw x factor).
 Where a source stores only adjusted prices (`price_basis="adjusted"`), the factor is 1 and
 the "raw" prices are the adjusted ones: execution then happens on adjusted levels, which
@@ -59,13 +61,44 @@ INSTRUMENTS = pa.schema(
         ("name", pa.string()),
     ]
 )
+RECORDS = pa.schema(
+    [
+        ("record_id", pa.string()),
+        ("kind", pa.string()),
+        ("symbols", pa.list_(pa.string())),
+        ("ts_event", pa.timestamp("ns", tz="UTC")),
+        ("ts_available", pa.timestamp("ns", tz="UTC")),
+        ("source", pa.string()),
+        ("title", pa.string()),
+        ("body", pa.string()),
+        ("url", pa.string()),
+        ("sha256", pa.string()),
+    ]
+)
 TABLES: dict[str, pa.Schema] = {
     "bars": BARS,
     "index": INDEX,
     "membership": MEMBERSHIP,
     "instruments": INSTRUMENTS,
+    "records": RECORDS,
 }
 REQUIRED_TABLES = ("bars", "instruments")
+FindingKind = Literal[
+    "suspension_filled",
+    "factor_glitch",
+    "missing_volume",
+    "membership_no_bars",
+    "note",
+    "record_missing_available",
+    "record_missing_event",
+    "record_available_before_event",
+    "record_duplicate",
+    "record_unknown_symbol",
+    "record_stamp_conflict",
+    "record_empty_body",
+    "record_after_calendar",
+    "record_note",
+]
 
 
 class FileEntry(BaseModel):
@@ -79,11 +112,14 @@ class FileEntry(BaseModel):
 class Finding(BaseModel):
     """A data problem found at import: reported, never silently dropped."""
 
-    kind: Literal[
-        "suspension_filled", "factor_glitch", "missing_volume", "membership_no_bars", "note"
-    ] = Field(description="category of the finding")
+    kind: FindingKind = Field(
+        description="category of the finding; `record_*` kinds concern the records table"
+    )
     count: int = Field(description="how many rows it affects")
-    examples: list[str] = Field(default_factory=list, description="up to 10 `SYMBOL@DATE` samples")
+    examples: list[str] = Field(
+        default_factory=list,
+        description="up to 10 samples: `SYMBOL@DATE` (bars), `SYMBOL@STAMP record_id` (records)",
+    )
     detail: str = Field(default="", description="what was done about it")
 
 
