@@ -16,6 +16,14 @@ class ConfigError(TradebenchError):
     """A run spec, CLI option or model configuration is invalid."""
 
 
+class MandateError(ConfigError):
+    """A risk mandate cannot be compiled, or its constraints admit no portfolio.
+
+    The message names the sentence that could not be read (or the constraints that
+    contradict each other) and the accepted phrasing (docs/risk.md).
+    """
+
+
 class DataError(TradebenchError):
     """Input data is malformed: missing columns, NaN prices, duplicates, bad dates."""
 
