@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import re
+from importlib import resources
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from tests.leak_scan import date_forms, find_leaks
 from tradebench.errors import ToolError
-from tradebench.masking import MASK_LEVELS, build_masker
+from tradebench.masking import MASK_LEVELS, WORDS_FILE, build_masker, reads_as_word
 
 SYMBOLS = ["SH600519", "SZ000001", "SZ300750", "SH688981", "SH600000"]
 CAL = pd.bdate_range("2024-01-02", periods=60).values.astype("datetime64[D]")
@@ -124,3 +127,80 @@ def test_identifier_fields_unmask_by_structure_at_any_depth() -> None:
         m.unmask_ids({"orders": [{"stock_id": "asset_9999"}]})
     assert not find_leaks(str(err.value), SYMBOLS, CAL, True, True)
     assert masker("bright").unmask_ids(args) == args
+
+
+# ------------------------------------------------------------ tickers that read as words
+US = ["A", "T", "IT", "ON", "KEY", "COST", "AAPL", "NVDA", "MSFT", "BRK-B"]
+PROSE = (
+    "A position earns position x ln(next close / today's close). IT IS ON: the KEY COST, "
+    "a T-bill and T+1 rules, LIMIT_UP and NOT_IN_UNIVERSE codes."
+)
+
+
+def us_masker(level: str = "stock_blind"):
+    return build_masker(level, US, CAL, "2024-02-01", 0, "ep1")
+
+
+@pytest.mark.parametrize("level", ["stock_blind", "blinded"])
+def test_word_tickers_are_never_rewritten_inside_prose(level: str) -> None:
+    m = us_masker(level)
+    assert m.mask_text(PROSE) == PROSE
+    assert m.mask({"note": PROSE, "rows": [PROSE]}) == {"note": PROSE, "rows": [PROSE]}
+
+
+def test_word_tickers_are_replaced_where_the_payload_carries_an_identifier() -> None:
+    m = us_masker()
+    a = m.alias_of
+    payload = {
+        "stock_id": "T",
+        "stock_ids": ["A", "IT", "AAPL"],
+        "rows": [["ON", "main", 1.5], {"stock_id": "KEY", "board": "us"}],
+        "correlation_60d": {"COST": {"A": 1.0}},
+    }
+    assert m.mask(payload) == {
+        "stock_id": a["T"],
+        "stock_ids": [a["A"], a["IT"], a["AAPL"]],
+        "rows": [[a["ON"], "main", 1.5], {"stock_id": a["KEY"], "board": "us"}],
+        "correlation_60d": {a["COST"]: {a["A"]: 1.0}},
+    }
+    assert m.symbol_label("A") == a["A"]
+    assert m.mask("A ") == "A "  # only a value that is exactly the symbol is an identifier
+
+
+def test_non_word_tickers_and_ticker_forms_are_masked_in_free_text() -> None:
+    m = us_masker()
+    a = m.alias_of
+    error = "AAPL cannot BUY today; NVDA and MSFT.US moved, BRK.B and BRK-B too"
+    assert m.mask_text(error) == (
+        f"{a['AAPL']} cannot BUY today; {a['NVDA']} and {a['MSFT']} moved, "
+        f"{a['BRK-B']} and {a['BRK-B']} too"
+    )
+    forms = "$T fell, NYSE:IT rose, NASDAQ: AAPL flat, A.US up, $COST down; T stays a letter"
+    assert m.mask_text(forms) == (
+        f"{a['T']} fell, {a['IT']} rose, {a['AAPL']} flat, {a['A']} up, {a['COST']} down; "
+        "T stays a letter"
+    )
+    result = {"message": "AAPL hit its limit", "note": "$A is Agilent"}
+    assert m.mask(result) == {
+        "message": f"{a['AAPL']} hit its limit",
+        "note": f"{a['A']} is Agilent",
+    }
+    assert m.mask_text("AAPLX, XAAPL, aapl and asset_0003") == "AAPLX, XAAPL, aapl and asset_0003"
+    assert us_masker("date_blind").mask_text(error) == error  # tickers visible at date_blind
+    assert us_masker("bright").mask({"stock_id": "T"}) == {"stock_id": "T"}
+
+
+def test_the_word_source_is_the_bundled_list() -> None:
+    path = resources.files("tradebench").joinpath(WORDS_FILE)
+    lines = path.read_text(encoding="ascii").splitlines()
+    header = [line for line in lines if line.startswith("#")]
+    words = [line for line in lines if not line.startswith("#")]
+    assert "2of12id.txt" in "\n".join(header) and "Copyright 2000 by Kevin Atkinson" in "\n".join(
+        header
+    )
+    assert words == sorted(set(words)) and all(re.fullmatch("[a-z]{2,5}", w) for w in words)
+    for word in ("it", "on", "all", "key", "keys", "cost", "low", "now", "has", "are", "cat"):
+        assert reads_as_word(word.upper()), word
+    for ticker in ("AAPL", "NVDA", "MSFT", "GOOGL", "BRK-B", "SH600519", "TSLA"):
+        assert not reads_as_word(ticker), ticker
+    assert all(reads_as_word(c) for c in "ACDFJKLOTVX")  # any one-letter symbol

@@ -1,9 +1,10 @@
 """`tradebench demo`: a small offline run on the embedded synthetic market, with a report.
 
 Baselines (equal weight, momentum top-k, cash) and the benchmark index over 20 trading
-days; plus a model when one is given (`--model provider:name`) or when the local model
-extra is installed (a bundled tiny model served by llama.cpp on loopback). No network and
-no API key are needed for the default.
+days, in the fixed-candidate and open-research modes, blinded; plus a model when one is
+given (`--model provider:name`) or when the local model extra is installed (a bundled tiny
+model served by llama.cpp on loopback, its log kept in the run folder). No network and no
+API key are needed for the default.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from tradebench.llm.types import ModelConfig
 from tradebench.runs.spec import RunSpec
 
 WINDOW = {"start": "2022-03-01", "end": "2022-03-29"}
+LOCAL_SERVER_LOG = "local-model-server.log"
+"""The bundled model server's output, in the run folder (named in its errors)."""
 BASELINES: list[dict[str, Any]] = [
     {"name": "equal_weight", "baseline": "equal_weight"},
     {"name": "momentum_top20", "baseline": "momentum_topk", "args": {"k": 20}},
@@ -40,6 +43,8 @@ class DemoOptions:
     base_url: str | None = None
     local_model: bool = True
     model_steps: int = 2
+    port: int | None = None
+    """Port of the bundled model's server (None: a free one)."""
 
 
 @dataclass(frozen=True)
@@ -59,12 +64,14 @@ def demo_spec(opts: DemoOptions, model_entry: dict[str, Any] | None) -> RunSpec:
         {
             "dataset": f"synthetic:cn:{opts.seed}",
             "windows": [WINDOW],
-            "modes": ["fixed_candidate"],
+            "modes": ["fixed_candidate", "open_research"],
             "masks": ["blinded"],
             "seeds": [opts.seed],
             "agents": agents,
-            "concurrency": 2,
-            "options": {"max_tool_calls": 3},
+            # one episode at a time: a local server answers one request at a time, and a
+            # queue behind it would spend the requests' timeouts waiting
+            "concurrency": 1 if opts.model is None else 2,
+            "options": {"max_tool_calls": 3, "max_submit_retries": 2},
         }
     )
 
@@ -86,14 +93,18 @@ def model_entry(opts: DemoOptions) -> Iterator[dict[str, Any] | None]:
     if not (opts.local_model and llama_cpp_available()):
         yield None
         return
-    with LocalServer(find_bundled_model(), n_ctx=8192) as server:
+    opts.out.mkdir(parents=True, exist_ok=True)
+    log = opts.out / LOCAL_SERVER_LOG
+    with LocalServer(find_bundled_model(), n_ctx=8192, port=opts.port, log_path=log) as server:
         yield {
             "name": "local_tiny_model",
             "provider": "openai",
             "model": server.alias,
             "base_url": server.base_url,
-            "max_tokens": 300,
+            "max_tokens": 400,
             "max_steps": opts.model_steps,
+            "timeout_s": 900,  # a long prompt on two CPU cores takes minutes, not seconds
+            "max_attempts": 2,
         }
 
 

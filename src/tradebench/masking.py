@@ -6,15 +6,24 @@ are a seeded permutation per episode: stable within an episode, reshuffled acros
 episodes. Dates become `day_+N` relative to the episode's first decision day (history
 `day_-N`), counted in trading days. Numbers pass through unchanged; only identifiers
 and dates in strings and keys are rewritten, including inside error messages.
+
+Identifiers are found by structure: `mask` replaces a string or dict key that is exactly a
+symbol (an identifier field, a table cell, a listing item). Inside free text only forms that
+cannot be ordinary words are rewritten: A-share codes in any of their written forms, tickers
+that are not English words (`AAPL`), and any ticker written as `$T`, `NYSE:T` or `T.US`. A
+ticker that reads as a word (`A`, `IT`, `ON`, `KEY`) is never rewritten inside prose, so
+"A position earns" stays as it is; see `reads_as_word`.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date
+from importlib import resources
 from typing import Any, Literal
 
 import numpy as np
@@ -40,6 +49,21 @@ A_SHARE_FORM_RE = re.compile(
     r"(?<![A-Za-z0-9])(?:(?:SH|SZ|BJ)\.?\d{6}|\d{6}\.(?:SH|SZ|BJ))(?![A-Za-z0-9])"
 )
 CHINESE_DATE_RE = re.compile(r"(\d{4})年(\d{1,2})月(\d{1,2})日")
+LETTER_SYMBOL_RE = re.compile(r"[A-Z][A-Z0-9]{0,9}(?:[.-][A-Z])?")
+"""A ticker-shaped symbol: capitals and digits, maybe a share class (`BRK-B`)."""
+# A ticker as free text writes it: bare (`AAPL`, `BRK.B`), as a cashtag (`$T`), after an
+# exchange (`NYSE:T`) or with a country suffix (`T.US`). Matching this one shape and looking
+# the symbol up is far cheaper than an alternation of every ticker. Snake-case tokens
+# (`LIMIT_UP`, `asset_0001`) are single words, not tickers.
+LETTER_FORM_RE = re.compile(
+    r"(?<![A-Za-z0-9_$])"
+    r"(?P<pre>\$|(?:NYSE|NASDAQ|AMEX|NYSEARCA|ARCA|BATS|CBOE):\s?)?"
+    r"(?P<sym>[A-Z][A-Z0-9]{0,9}(?:[.-][A-Z])?)"
+    r"(?P<suf>\.US)?"
+    r"(?![A-Za-z0-9_])"
+)
+WORDS_FILE = "masking_words.txt"
+"""Package data: English words of 2-5 letters (12dicts 2of12; provenance in its header)."""
 
 
 def hides_stocks(level: MaskLevel) -> bool:
@@ -62,6 +86,60 @@ ID_FIELDS = frozenset({"stock_id", "stock_ids"})
 """Argument fields that carry asset identifiers (one id or a list of ids)."""
 
 
+@functools.cache
+def english_words() -> frozenset[str]:
+    """The bundled English words of 2-5 letters (lower case), read once."""
+    text = resources.files("tradebench").joinpath(WORDS_FILE).read_text(encoding="ascii")
+    return frozenset(w for w in text.splitlines() if w and not w.startswith("#"))
+
+
+def reads_as_word(symbol: str) -> bool:
+    """Whether a symbol could be an ordinary word in prose: any one-character symbol, and
+    any symbol that is an English word whatever its case (`IT`, `ON`, `KEY`, `COST`).
+    Such a symbol is masked only where the payload carries an identifier."""
+    return len(symbol) == 1 or symbol.lower() in english_words()
+
+
+@dataclass(frozen=True)
+class TextForms:
+    """How the identifiers of one symbol set are found inside free text."""
+
+    a_share: bool = False
+    """Some symbols are A-share codes: match their one code shape (`A_SHARE_FORM_RE`)."""
+    letters: bool = False
+    """Some symbols are ticker-shaped: match the ticker shape (`LETTER_FORM_RE`)."""
+    bare: frozenset[str] = frozenset()
+    """Ticker-shaped symbols that are no word, so rewritten where prose writes them bare."""
+    other: re.Pattern[str] | None = None
+    """The written forms of symbols of any other shape that are no word."""
+    digits_only: bool = False
+    """Every symbol holds a digit (A-share codes): digit-free text needs no look."""
+
+
+@functools.lru_cache(maxsize=16)
+def text_forms(symbols: tuple[str, ...]) -> TextForms:
+    """The free-text plan of a symbol set (cached: episodes of one dataset share it)."""
+    a_share = [s for s in symbols if A_SHARE_CODE_RE.fullmatch(s)]
+    letters = [
+        s for s in symbols if not A_SHARE_CODE_RE.fullmatch(s) and LETTER_SYMBOL_RE.fullmatch(s)
+    ]
+    known = set(a_share) | set(letters)
+    rest = [s for s in symbols if s not in known and not reads_as_word(s)]
+    other = None
+    if rest:
+        forms = sorted({f for s in rest for f in code_forms(s)}, key=len, reverse=True)
+        other = re.compile(
+            r"(?<![A-Za-z0-9])(?:" + "|".join(map(re.escape, forms)) + r")(?![A-Za-z0-9])"
+        )
+    return TextForms(
+        a_share=bool(a_share),
+        letters=bool(letters),
+        bare=frozenset(s for s in letters if not reads_as_word(s)),
+        other=other,
+        digits_only=bool(symbols) and all(any(c.isdigit() for c in s) for s in symbols),
+    )
+
+
 @dataclass(frozen=True)
 class Masker:
     """One episode's alias and date maps plus the level that says which to apply."""
@@ -71,17 +149,18 @@ class Masker:
     symbol_of: dict[str, str]
     calendar: np.ndarray  # datetime64[D], the dataset's trading calendar
     origin: int  # calendar position of the episode's first decision day
-    _symbol_re: re.Pattern[str] | None = field(default=None, repr=False)
-    digit_symbols: bool = False
-    """True when every symbol holds a digit (A-share codes): digit-free text is skipped."""
+    forms: TextForms = field(default_factory=TextForms, repr=False)
+    """Where identifiers hide in free text (see `text_forms`)."""
 
     # ---------------------------------------------------------------- outgoing
     def mask(self, payload: Any) -> Any:
-        """Mask every string (and dict key) in a JSON-like payload; numbers unchanged."""
+        """Mask a JSON-like payload by structure: a string or dict key that is exactly a
+        symbol becomes its alias; any other string is free text (`mask_text`); numbers are
+        unchanged."""
         if self.level == "bright":
             return payload
         if isinstance(payload, str):
-            return self.mask_text(payload)
+            return self._mask_value(payload)
         if isinstance(payload, dict):
             return {self.mask(k): self.mask(v) for k, v in payload.items()}
         if isinstance(payload, list | tuple):
@@ -90,12 +169,24 @@ class Masker:
             return self.mask_text(str(pd.Timestamp(payload).date()))
         return payload
 
+    def _mask_value(self, value: str) -> str:
+        """A string that is exactly a symbol is an identifier; anything else is free text."""
+        alias = self.alias_of.get(value) if hides_stocks(self.level) else None
+        return alias if alias is not None else self.mask_text(value)
+
     def mask_text(self, text: str) -> str:
-        """Rewrite tickers and dates inside free text."""
-        if self.digit_symbols and not any(c.isdigit() for c in text):
+        """Rewrite identifiers and dates inside free text: only identifier forms that cannot
+        be ordinary words (see the module docstring); a word-like ticker stays as written."""
+        forms = self.forms
+        if forms.digits_only and not any(c.isdigit() for c in text):
             return text  # every symbol and every date form holds a digit
-        if hides_stocks(self.level) and self._symbol_re is not None:
-            text = self._symbol_re.sub(self._symbol_sub, text)
+        if hides_stocks(self.level):
+            if forms.a_share:
+                text = A_SHARE_FORM_RE.sub(self._code_sub, text)
+            if forms.letters:
+                text = LETTER_FORM_RE.sub(self._letter_sub, text)
+            if forms.other is not None:
+                text = forms.other.sub(self._code_sub, text)
         if hides_dates(self.level):
             text = DATE_RE.sub(self._date_sub, text)
             text = TEXT_DATE_RE.sub(self._text_date_sub, text)
@@ -110,9 +201,23 @@ class Masker:
         """The identifier of a symbol under this level."""
         return self.alias_of.get(symbol, symbol) if hides_stocks(self.level) else symbol
 
-    def _symbol_sub(self, m: re.Match[str]) -> str:
+    def _code_sub(self, m: re.Match[str]) -> str:
         form = m.group(0)
         return self.alias_of.get(self._code_of(form), form)
+
+    def _letter_sub(self, m: re.Match[str]) -> str:
+        """A ticker-shaped token: its alias when it is a known symbol written in a ticker
+        form (`$T`, `NYSE:T`, `T.US`) or bare and no word; otherwise the token as written."""
+        symbol = m.group("sym")
+        if symbol not in self.alias_of and len(symbol) > 2 and symbol[-2] in ".-":
+            other = symbol[:-2] + ("-" if symbol[-2] == "." else ".") + symbol[-1]
+            symbol = other if other in self.alias_of else symbol  # BRK.B is BRK-B
+        alias = self.alias_of.get(symbol)
+        if alias is None:
+            return m.group(0)
+        if m.group("pre") or m.group("suf") or symbol in self.forms.bare:
+            return alias
+        return m.group(0)
 
     def _code_of(self, form: str) -> str:
         """The dataset code of a written form (`600519.SH` and `SH.600519` are `SH600519`)."""
@@ -240,14 +345,4 @@ def build_masker(
     symbol_of = {a: s for s, a in alias_of.items()}
     cal = np.asarray(calendar).astype("datetime64[D]")
     origin = int(np.searchsorted(cal, np.datetime64(pd.Timestamp(first_day).date(), "D")))
-    pattern = None
-    if ordered and all(A_SHARE_CODE_RE.fullmatch(s) for s in ordered):
-        pattern = A_SHARE_FORM_RE  # one shape for every form; unknown codes are kept
-    elif ordered:
-        forms = {f for s in ordered for f in code_forms(s)}
-        longest_first = sorted(forms, key=len, reverse=True)
-        pattern = re.compile(
-            r"(?<![A-Za-z0-9])(?:" + "|".join(map(re.escape, longest_first)) + r")(?![A-Za-z0-9])"
-        )
-    digits = all(any(c.isdigit() for c in s) for s in ordered)
-    return Masker(level, alias_of, symbol_of, cal, origin, pattern, digits)
+    return Masker(level, alias_of, symbol_of, cal, origin, text_forms(tuple(ordered)))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
@@ -20,6 +20,7 @@ from tradebench.errors import ToolError
 from tradebench.llm.types import ToolSpec
 
 MAX_ISSUES = 8
+M = TypeVar("M", bound=BaseModel)
 
 
 class ArgumentError(ToolError):
@@ -53,7 +54,11 @@ class _SchemaTool(BaseModel):
 
     def model_post_init(self, _context: Any) -> None:
         """Compile the argument schema once."""
-        self._validator = Draft202012Validator(self.spec.parameters)
+        self._validator = Draft202012Validator(self.checked_schema())
+
+    def checked_schema(self) -> dict[str, Any]:
+        """The schema arguments are checked against (the one shown)."""
+        return self.spec.parameters
 
     @property
     def name(self) -> str:
@@ -92,6 +97,15 @@ class SubmitTool(_SchemaTool):
 
     validate_fn: Callable[[dict[str, Any]], Any]
     """Returns the validated action, or raises `ToolError` with feedback for the model."""
+    accepts: dict[str, Any] | None = None
+    """The schema `accept` checks before `validate_fn`; None: the one shown. A tool may
+    show a tighter schema than it accepts (an `enum` of the legal ids, bounds a grammar can
+    enforce) and refuse the difference itself, with its own codes; `{}` leaves every check
+    to `validate_fn`."""
+
+    def checked_schema(self) -> dict[str, Any]:
+        """`accepts`, or the schema shown."""
+        return self.spec.parameters if self.accepts is None else self.accepts
 
     def accept(self, arguments: dict[str, Any]) -> Any:
         """The validated action for `arguments`.
@@ -122,18 +136,27 @@ class SubmitTool(_SchemaTool):
         """
 
         def validate(arguments: dict[str, Any]) -> Any:
-            try:
-                action = model.model_validate(arguments)
-            except ValidationError as exc:
-                issues = [
-                    {"path": "/".join(str(p) for p in e["loc"]) or "(root)", "message": e["msg"]}
-                    for e in exc.errors()[:MAX_ISSUES]
-                ]
-                raise ArgumentError(f"submission is not a valid {model.__name__}", issues) from None
+            action = parse_model(model, arguments)
             return check(action) if check is not None else action
 
         spec = ToolSpec(name=name, description=description, parameters=model_schema(model))
         return cls(spec=spec, validate_fn=validate)
+
+
+def parse_model(model: type[M], arguments: dict[str, Any]) -> M:
+    """`arguments` as a `model` instance.
+
+    Raises:
+        ArgumentError: One issue per pydantic error (up to `MAX_ISSUES`).
+    """
+    try:
+        return model.model_validate(arguments)
+    except ValidationError as exc:
+        issues = [
+            {"path": "/".join(str(p) for p in e["loc"]) or "(root)", "message": e["msg"]}
+            for e in exc.errors()[:MAX_ISSUES]
+        ]
+        raise ArgumentError(f"submission is not a valid {model.__name__}", issues) from None
 
 
 @lru_cache(maxsize=64)

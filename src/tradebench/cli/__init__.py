@@ -64,6 +64,10 @@ def demo(
     local_model: Annotated[
         bool, typer.Option(help="Use the bundled local model when its extra is installed.")
     ] = True,
+    port: Annotated[
+        int | None,
+        typer.Option(help="Port of the bundled model's server on 127.0.0.1 (default: free)."),
+    ] = None,
 ) -> None:
     """Run the offline demo: baselines (and a model) on the synthetic A-share market.
 
@@ -75,7 +79,14 @@ def demo(
     from tradebench.demo import DemoOptions, run_demo
 
     result = run_demo(
-        DemoOptions(out=out, seed=seed, model=model, base_url=base_url, local_model=local_model)
+        DemoOptions(
+            out=out,
+            seed=seed,
+            model=model,
+            base_url=base_url,
+            local_model=local_model,
+            port=port,
+        )
     )
     table = Table(title="demo episodes (synthetic market, 2022-03-01 .. 2022-03-29)")
     for col in ("agent", "mode", "mask", "steps", "total return", "sharpe", "cash ratio"):

@@ -150,6 +150,7 @@ def finalize(state: Any) -> dict[str, Any]:
     info[INFO_KEY] = {
         "task": episode.task.model_dump(mode="json"),
         "prompt_sha256": episode.prompts.sha256,
+        "price_mode": episode.price_mode,
         "series": series_records(series),
         "scores": json.loads(scores.model_dump_json()),
         "guards": guard_totals(series),
@@ -228,7 +229,7 @@ def load_environment(
     nudges: int = 1,
     mask: MaskLevel = "bright",
     seed: int = 0,
-    price_mode: PriceMode = "actual",
+    price_mode: PriceMode | None = None,
     prompt_version: str = "v1",
     **env_kwargs: Any,
 ) -> Any:
@@ -243,7 +244,8 @@ def load_environment(
         episode_length: Decisions per rollout (None = the whole window).
         nudges: Format nudges per decision after an unreadable reply.
         mask, seed: Masking level and the seed of its aliases.
-        price_mode, prompt_version: As in the run spec's `single_stock` block.
+        price_mode, prompt_version: As in the run spec's `single_stock` block (price_mode
+            None: rebased when `mask` hides stocks, actual otherwise).
         **env_kwargs: Passed to `vf.MultiTurnEnv` (e.g. `max_concurrent`).
 
     Raises:

@@ -69,9 +69,13 @@ def check_tool_choice(tool_choice: ToolChoice, tools: Sequence[ToolSpec]) -> Non
         raise ConfigError(f"tool_choice names {tool_choice!r}, which is not among the tools")
 
 
-def estimate_tokens(messages: Sequence[Message], max_tokens: int) -> int:
-    """Rough token charge of a request before it is sent: characters / 4 plus `max_tokens`."""
+def estimate_tokens(
+    messages: Sequence[Message], max_tokens: int, tools: Sequence[ToolSpec] = ()
+) -> int:
+    """Rough token charge of a request before it is sent: characters / 4 of the messages
+    and the tool schemas (providers bill both as input), plus `max_tokens`."""
     chars = sum(len(m.content) + sum(len(c.raw_arguments) for c in m.tool_calls) for m in messages)
+    chars += sum(len(t.model_dump_json()) for t in tools)
     return chars // 4 + max_tokens
 
 
@@ -177,7 +181,7 @@ class HttpChatModel(ABC):
         if tools:
             await self._prepare_tools()
         body = self._request(messages, tools, tool_choice, sample_index)
-        estimate = estimate_tokens(messages, self.config.max_tokens)
+        estimate = estimate_tokens(messages, self.config.max_tokens, tools)
         (raw, latency, charge), faults = await call_with_retries(
             lambda: self._attempt(body, estimate),
             policy=self._retry,

@@ -173,7 +173,7 @@ class BudgetedModel:
         sample_index: int = 0,
     ) -> ChatResponse:
         """Reserve, call, then charge the real usage; see `ChatModel.generate`."""
-        estimate = estimate_tokens(messages, self.config.max_tokens)
+        estimate = estimate_tokens(messages, self.config.max_tokens, tools)
         worst = Usage(
             input_tokens=estimate - self.config.max_tokens, output_tokens=self.config.max_tokens
         )

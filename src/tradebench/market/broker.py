@@ -2,7 +2,9 @@
 
 Every order yields an `OrderRecord`; a refused order carries a `RejectCode` and a message,
 and the step goes on. Nothing is silently corrected: a BUY larger than the cash left is
-cut to the largest affordable lot count and recorded as `partial`.
+cut to the largest affordable lot count and recorded as `partial`. A message never names
+the symbol (the record's `symbol` does), so it holds no identifier that masking would have
+to find in prose.
 """
 
 from __future__ import annotations
@@ -72,17 +74,11 @@ def _execute_one(
     symbol, side = order.stock_id, order.side
     col = q.column.get(symbol, -1)
     if side == "BUY" and symbol not in ctx.universe:
-        return _reject(
-            order, RejectCode.NOT_IN_UNIVERSE, f"{symbol} is not in today's universe", order.shares
-        )
+        return _reject(order, RejectCode.NOT_IN_UNIVERSE, "not in today's universe", order.shares)
     if side == "SELL" and account.shares(symbol) == 0:
-        return _reject(
-            order, RejectCode.NO_POSITION, f"no position in {symbol} to sell", order.shares
-        )
+        return _reject(order, RejectCode.NO_POSITION, "no position to sell", order.shares)
     if col < 0:
-        return _reject(
-            order, RejectCode.NOT_IN_UNIVERSE, f"{symbol} has no market data", order.shares
-        )
+        return _reject(order, RejectCode.NOT_IN_UNIVERSE, "no market data", order.shares)
     code = tradability(
         side,
         open_=float(q.open[col]),
@@ -93,11 +89,11 @@ def _execute_one(
         suspended=bool(q.suspended[col]),
     )
     if code is not None:
-        return _reject(order, code, f"{symbol} cannot {side} today: {code.value}", order.shares)
+        return _reject(order, code, f"cannot {side} today: {code.value}", order.shares)
     qty, problem = _quantity(order, account, float(q.prev_close[col]), ctx)
     if problem is not None:
         return _reject(order, problem[0], problem[1], qty)
-    price = float(q.open[col])
+    price = ctx.rules.fill_price(float(q.open[col]), side)
     if side == "SELL":
         return _sell(order, account, qty, price, ctx.rules)
     return _buy(order, account, qty, price, ctx.rules)
@@ -112,7 +108,7 @@ def _quantity(
         qty = order.shares
     else:
         if not prev_close > 0:
-            return 0, (RejectCode.INVALID_ORDER, f"{order.stock_id} has no previous close")
+            return 0, (RejectCode.INVALID_ORDER, "no previous close")
         target = math.floor(order.target_weight * ctx.nav_prev / prev_close / lot) * lot
         qty = target - held if order.side == "BUY" else held - target
         if qty <= 0:
@@ -120,7 +116,7 @@ def _quantity(
             return 0, (
                 RejectCode.INVALID_ORDER,
                 f"target_weight {order.target_weight:g} is not "
-                f"{word} the current weight of {order.stock_id}; nothing to {order.side}",
+                f"{word} the current weight; nothing to {order.side}",
             )
     if order.side == "BUY":
         if qty % lot:
@@ -167,7 +163,7 @@ def _buy(order: Order, account: Account, qty: int, price: float, rules: MarketRu
         return _reject(
             order,
             RejectCode.INSUFFICIENT_CASH,
-            f"cash {account.cash:,.2f} cannot buy one lot of {order.stock_id}",
+            f"cash {account.cash:,.2f} cannot buy one lot",
             qty,
         )
     cost = rules.cost(fill * price, "BUY")

@@ -20,6 +20,8 @@ class MarketRules:
         t_plus_one: shares bought on T become sellable on T+1.
         price_limits: apply board limits (thresholds come from the data's boards).
         initial_cash: starting capital.
+        half_spread_bps: side-aware execution price: a BUY fills at open x (1 + h), a SELL
+            at open x (1 - h), h = half_spread_bps / 1e4 (0 = fill at the open).
     """
 
     market: str = "cn"
@@ -30,6 +32,7 @@ class MarketRules:
     t_plus_one: bool = True
     price_limits: bool = True
     initial_cash: float = 1_000_000.0
+    half_spread_bps: float = 0.0
 
     @classmethod
     def cn(cls, initial_cash: float = 1_000_000.0) -> MarketRules:
@@ -60,6 +63,14 @@ class MarketRules:
             for board, rule in BOARD_RULES.items()
             if board not in ("other", "us") and rule.engine_threshold > 0
         }
+
+    def fill_price(self, open_: float, side: Side) -> float:
+        """The price a `side` order fills at when the day opens at `open_`: the open plus
+        (BUY) or minus (SELL) the half-spread."""
+        if self.half_spread_bps == 0:
+            return open_
+        h = self.half_spread_bps / 1e4
+        return open_ * (1 + h) if side == "BUY" else open_ * (1 - h)
 
     def cost(self, value: float, side: Side) -> float:
         """Cost of a fill worth `value`: bps of value with the per-order minimum."""

@@ -18,7 +18,9 @@ from tradebench.agents.tool_loop import run_tool_loop
 from tradebench.benchmarks.portfolio.context import PriceMode, StepContext
 from tradebench.benchmarks.portfolio.observation import StepInfo as ObsStep
 from tradebench.benchmarks.portfolio.observation import candidate_pool, user_message
+from tradebench.benchmarks.portfolio.options import resolve_price_mode
 from tradebench.benchmarks.portfolio.prompt_files import PromptSet, load_prompts, system_prompt
+from tradebench.benchmarks.portfolio.submit_schema import SubmitLimits
 from tradebench.benchmarks.portfolio.tools import Submission, research_tools, submit_tool
 from tradebench.llm.base import ChatModel
 from tradebench.market.ledger import AccountSnapshot
@@ -41,7 +43,8 @@ class PortfolioLLMAgent:
     calendar: np.ndarray
     rules: MarketRules = field(default_factory=MarketRules.cn)
     loop: LoopConfig = field(default_factory=LoopConfig)
-    price_mode: PriceMode = "raw"
+    price_mode: PriceMode | None = None
+    """`raw` or `rebased`; None: rebased when the mask hides stocks, raw otherwise."""
     candidates_k: int = 10
     prompts: PromptSet = field(default_factory=load_prompts)
     name: str = "llm"
@@ -61,14 +64,17 @@ class PortfolioLLMAgent:
     async def decide(self, view: MarketView, account: AccountSnapshot, step: StepInfo) -> Decision:
         """Run one masked tool loop and turn its submission into an action."""
         masker = self.masker(step.first_day)
+        price_mode = resolve_price_mode(self.price_mode, self.mask)
         ctx = StepContext(
             view,
             account,
             self.rules,
-            self.price_mode,
-            _rebase_close(view, step.first_day) if self.price_mode == "rebased" else None,
+            price_mode,
+            _rebase_close(view, step.first_day) if price_mode == "rebased" else None,
         )
-        system = masker.mask_text(system_prompt(self.prompts, self.mode, self.rules, self.currency))
+        limits = SubmitLimits.for_tokens(self.model.config.max_tokens)  # the reply must fit
+        system = system_prompt(self.prompts, self.mode, self.rules, self.currency, limits)
+        system = masker.mask_text(system)
         obs = ObsStep(step.index, step.total, step.previous, step.cum_return, step.bench_return)
         pool = candidate_pool(ctx, self.candidates_k) if self.mode == "fixed_candidate" else None
         user = user_message(
@@ -88,7 +94,7 @@ class PortfolioLLMAgent:
             system=system,
             user=user,
             tools=tools,
-            submit=submit_tool(ctx, masker, buyable),
+            submit=submit_tool(ctx, masker, buyable, limits),
             config=self.loop,
         )
         return decision_from_loop(result)

@@ -17,7 +17,7 @@ import pandas as pd
 
 from tradebench.agents.loop_types import LoopConfig
 from tradebench.benchmarks.portfolio.agent import PortfolioLLMAgent
-from tradebench.benchmarks.portfolio.options import MODES, PortfolioOptions
+from tradebench.benchmarks.portfolio.options import MODES, PortfolioOptions, resolve_price_mode
 from tradebench.benchmarks.portfolio.prompt_files import load_prompts
 from tradebench.data.dataset import Dataset
 from tradebench.data.indexes import index_name
@@ -132,8 +132,8 @@ class PortfolioBenchmark:
         return expand(spec, modes)
 
     def summary_row(self, record: EpisodeRecord, folder: Any) -> dict[str, Any]:
-        """The metric panel's columns."""
-        return default_metrics(record, folder)
+        """The metric panel's columns, plus the price mode a model episode ran under."""
+        return default_metrics(record, folder) | {"price_mode": record.extras.get("price_mode")}
 
     async def run_episode(self, ref: EpisodeRef, ctx: EpisodeContext) -> EpisodeRecord:
         """Simulate the episode through the broker (resuming its journal) and write it."""
@@ -173,6 +173,7 @@ class PortfolioBenchmark:
         assert ctx.agent is not None and ctx.model is not None
         prompts = load_prompts(opts.prompt_version)
         config = ctx.agent.model_config_()
+        price_mode = resolve_price_mode(opts.price_mode, ref.mask)  # type: ignore[arg-type]
         agent = PortfolioLLMAgent(
             model=ctx.model,
             mode=ref.mode,
@@ -188,7 +189,7 @@ class PortfolioBenchmark:
                 offer_submit_in_research=False,  # submission is its own phase
                 sample_index=ref.seed,  # each seed is its own sample of the model
             ),
-            price_mode=opts.price_mode,
+            price_mode=price_mode,
             candidates_k=opts.candidates_k,
             prompts=prompts,
             name=ref.agent,
@@ -207,7 +208,7 @@ class PortfolioBenchmark:
             "prompt_version": prompts.version,
             "prompt_sha256": prompts.sha256,
             "model": config.model_dump(mode="json"),
-            "price_mode": opts.price_mode,
+            "price_mode": price_mode,
             "max_tool_calls": opts.max_tool_calls,
             "tokens": used.input_tokens + used.output_tokens,
         }

@@ -1,9 +1,10 @@
 """Load the versioned prompt files of the portfolio benchmark and hash them.
 
-Version `v2` (the default) follows the KTD-Fin protocol: the trading rules are filled in
-from the engine's `MarketRules` (`rules_text`), the order format is its own file, and no
-mode's wording nudges the model to trade. Version `v1` stays loadable so that earlier
-runs can be reproduced.
+Version `v3` (the default) is `v2` with the order format naming the bounds of the submit
+schema (`submit_schema.SubmitLimits`: lengths and orders per reply, from the reply's token
+cap). `v2` follows the KTD-Fin protocol: the trading rules are filled in from the engine's
+`MarketRules` (`rules_text`), the order format is its own file, and no mode's wording nudges
+the model to trade. `v1` and `v2` stay loadable so that earlier runs can be reproduced.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ from dataclasses import dataclass
 
 from tradebench.benchmarks.portfolio.options import MODES
 from tradebench.benchmarks.portfolio.rules_text import rules_values
+from tradebench.benchmarks.portfolio.submit_schema import SubmitLimits
 from tradebench.errors import ConfigError
 from tradebench.market.rules import MarketRules
 from tradebench.prompt_files import read_prompt_dir, texts_sha256
 
-PROMPT_VERSION = "v2"
+PROMPT_VERSION = "v3"
 PACKAGE = "tradebench.benchmarks.portfolio.prompts"
 
 
@@ -63,15 +65,23 @@ def rules_text(prompts: PromptSet, rules: MarketRules, currency: str = "CNY") ->
     return template.format(**rules_values(rules, currency))
 
 
-def system_prompt(prompts: PromptSet, mode: str, rules: MarketRules, currency: str = "CNY") -> str:
-    """The system prompt of a mode with the rules and the order format filled in."""
+def system_prompt(
+    prompts: PromptSet,
+    mode: str,
+    rules: MarketRules,
+    currency: str = "CNY",
+    limits: SubmitLimits | None = None,
+) -> str:
+    """The system prompt of a mode with the rules and the order format filled in (the
+    order format with the submit schema's `limits`; None: those of the default reply)."""
     if mode not in prompts.system:
         raise ConfigError(f"unknown mode {mode!r}; choose one of {list(MODES)}")
+    values = (limits or SubmitLimits.for_tokens(None)).prompt_values()
     return (
         prompts.system[mode]
         .format(
             rules=rules_text(prompts, rules, currency).rstrip(),
-            order_format=prompts.order_format.rstrip(),
+            order_format=prompts.order_format.format(**values).rstrip(),
         )
         .rstrip()
         + "\n"

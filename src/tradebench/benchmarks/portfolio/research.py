@@ -27,7 +27,7 @@ def _r(x: float, digits: int = 4) -> float | None:
 
 def _col(ctx: StepContext, symbol: str) -> int:
     col = ctx.view.column(symbol)
-    if col < 0:
+    if col < 0:  # only where symbols are shown: a masked id is checked when it is unmasked
         raise ToolError(f"unknown stock id {symbol}")
     return col
 

@@ -11,11 +11,26 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal
 
+from jsonschema import Draft202012Validator
 from pydantic import BaseModel, Field
 
-from tradebench.agents.tools import SubmitTool, Tool
+from tradebench.agents.tools import (
+    ArgumentError,
+    SubmitTool,
+    Tool,
+    model_schema,
+    parse_model,
+    schema_issues,
+)
 from tradebench.benchmarks.portfolio import research
 from tradebench.benchmarks.portfolio.context import StepContext
+from tradebench.benchmarks.portfolio.submit_schema import (
+    MAX_SHARES,
+    OVERALL_CHARS,
+    REASON_CHARS,
+    SubmitLimits,
+    action_schema,
+)
 from tradebench.errors import ToolError
 from tradebench.llm.types import ToolSpec
 from tradebench.market.orders import Action, Order
@@ -25,14 +40,18 @@ ID = {"type": "string", "maxLength": 24}
 
 
 class SubmitOrder(BaseModel):
-    """One order as the model writes it (identifiers as shown to it)."""
+    """One order as the model writes it (identifiers as shown to it).
 
-    stock_id: str = Field(max_length=24)
+    Sizes and confidence are unbounded here: `submit_tool` checks their ranges and refuses
+    each one outside with its own code (`OUT_OF_RANGE`), naming the field and the range.
+    """
+
+    stock_id: str
     side: Literal["BUY", "SELL"]
-    target_weight: float | None = Field(default=None, ge=0.0, le=1.0)
-    shares: int | None = Field(default=None, gt=0, le=100_000_000)
-    confidence: float = Field(ge=0.0, le=1.0)
-    reason: str = Field(min_length=10, max_length=300)
+    target_weight: float | None = None
+    shares: int | None = None
+    confidence: float
+    reason: str = Field(min_length=REASON_CHARS[0], max_length=REASON_CHARS[1])
 
 
 class SubmitAction(BaseModel):
@@ -40,7 +59,17 @@ class SubmitAction(BaseModel):
 
     orders: list[SubmitOrder] = Field(default_factory=list)
     """No cap on the number of orders (the protocol sets none)."""
-    overall_reason: str = Field(min_length=20, max_length=600)
+    overall_reason: str = Field(min_length=OVERALL_CHARS[0], max_length=OVERALL_CHARS[1])
+
+
+ACCEPTED = Draft202012Validator(model_schema(SubmitAction))
+"""What a submission must match before the coded checks (types, required fields)."""
+RANGES = {
+    "confidence": (0.0, 1.0),
+    "target_weight": (0.0, 1.0),
+    "shares": (1, MAX_SHARES),
+}
+"""The closed interval each number must lie in."""
 
 
 @dataclass(frozen=True)
@@ -167,71 +196,131 @@ def research_tools(ctx: StepContext, masker: Masker) -> list[Tool]:
 
 
 class SubmitCode(StrEnum):
-    """Why the benchmark's checks refused an order of a schema-valid submission."""
+    """Why the benchmark's checks refused an order of a submission."""
 
     UNKNOWN_ID = "UNKNOWN_ID"
     SIZE = "SIZE"
+    OUT_OF_RANGE = "OUT_OF_RANGE"
     NOT_IN_UNIVERSE = "NOT_IN_UNIVERSE"
     NOT_IN_POOL = "NOT_IN_POOL"
     NOT_HELD = "NOT_HELD"
     SELL_AFTER_BUY = "SELL_AFTER_BUY"
 
 
+Problem = tuple[SubmitCode, str]
+
+
 def _problem(i: int, code: SubmitCode, text: str) -> str:
     return f"orders/{i}: [{code}] {text}"
 
 
-def submit_tool(
-    ctx: StepContext, masker: Masker, buyable: frozenset[str] | None = None
-) -> SubmitTool:
-    """`submit_action`: schema, then the benchmark's constraints with coded, masked
-    feedback. `buyable` restricts BUY orders to a candidate pool (fixed-candidate mode)."""
+def _shown(ident: str) -> str:
+    """An id as quoted back to the model (cut: a runaway id is not echoed whole)."""
+    return ident if len(ident) <= 24 else ident[:24] + "..."
 
-    def check(sent: SubmitAction) -> Submission:
+
+def _number(x: float) -> str:
+    return f"{x:,}" if isinstance(x, int) else f"{x:g}"
+
+
+def size_problems(order: SubmitOrder) -> list[Problem]:
+    """Exactly one size, and every number inside its range (`RANGES`)."""
+    out: list[Problem] = []
+    if (order.target_weight is None) == (order.shares is None):
+        out.append((SubmitCode.SIZE, "give exactly one of target_weight or shares"))
+    for name, (lo, hi) in RANGES.items():
+        value = getattr(order, name)
+        if value is not None and not lo <= value <= hi:
+            text = f"{name} is {_number(value)}; give a number from {_number(lo)} to {_number(hi)}"
+            out.append((SubmitCode.OUT_OF_RANGE, text))
+    return out
+
+
+@dataclass(frozen=True)
+class _Legal:
+    """What a step allows: the universe, the candidate pool (None: no pool), the holdings."""
+
+    universe: frozenset[str]
+    buyable: frozenset[str] | None
+    held: dict[str, int]
+
+    def problems(self, order: SubmitOrder, symbol: str) -> list[Problem]:
+        """Refusals of `order` on real `symbol`."""
+        ident = _shown(order.stock_id)
+        if order.side == "SELL":
+            return [] if symbol in self.held else [(SubmitCode.NOT_HELD, f"you hold no {ident}")]
+        if symbol not in self.universe:
+            return [(SubmitCode.NOT_IN_UNIVERSE, f"{ident} is not in the tradable universe")]
+        if self.buyable is not None and symbol not in self.buyable:
+            text = f"{ident} is not in today's candidate pool; buy only listed stocks"
+            return [(SubmitCode.NOT_IN_POOL, text)]
+        return []
+
+
+def _order(order: SubmitOrder, symbol: str) -> Order:
+    size = (
+        {"shares": order.shares}
+        if order.shares is not None
+        else {"target_weight": order.target_weight}
+    )
+    return Order(
+        stock_id=symbol, side=order.side, confidence=order.confidence, reason=order.reason, **size
+    )
+
+
+def _parsed(arguments: dict[str, Any], masker: Masker) -> SubmitAction:
+    """The submission's types and required fields checked; masked issues if not."""
+    try:
+        issues = schema_issues(ACCEPTED, arguments)
+        if issues:
+            raise ArgumentError("submission does not match the submit_action schema", issues)
+        return parse_model(SubmitAction, arguments)
+    except ArgumentError as exc:
+        raise ArgumentError(masker.mask_text(str(exc)), masker.mask(exc.issues)) from None
+
+
+def submit_tool(
+    ctx: StepContext,
+    masker: Masker,
+    buyable: frozenset[str] | None = None,
+    limits: SubmitLimits | None = None,
+) -> SubmitTool:
+    """`submit_action`: the schema shown (`submit_schema.action_schema`: the legal ids,
+    one size per order, bounds from `limits`), then the benchmark's own checks, each
+    refusal coded and masked. `buyable` restricts BUY orders to a candidate pool
+    (fixed-candidate mode); `limits` default to a reply of `DEFAULT_MAX_TOKENS`."""
+    legal = _Legal(ctx.universe_set, buyable, ctx.held())
+    buy = legal.universe if buyable is None else legal.universe & buyable
+    schema = action_schema(
+        [masker.symbol_label(s) for s in buy],
+        [masker.symbol_label(s) for s in legal.held],
+        limits or SubmitLimits.for_tokens(None),
+    )
+
+    def validate(arguments: dict[str, Any]) -> Submission:
+        sent = _parsed(arguments, masker)
         problems, orders, seen_buy = [], [], False
-        held = ctx.held()
         for i, o in enumerate(sent.orders):
+            found = size_problems(o)
+            if o.side == "SELL" and seen_buy:
+                found.append((SubmitCode.SELL_AFTER_BUY, "put every SELL before every BUY"))
+            seen_buy = seen_buy or o.side == "BUY"
             try:
                 symbol = masker.unmask_symbol(o.stock_id)
             except ToolError as exc:
-                problems.append(_problem(i, SubmitCode.UNKNOWN_ID, str(exc)))
-                continue
-            if (o.target_weight is None) == (o.shares is None):
-                text = "give exactly one of target_weight or shares"
-                problems.append(_problem(i, SubmitCode.SIZE, text))
-            if o.side == "BUY" and symbol not in ctx.universe_set:
-                text = f"{o.stock_id} is not in the tradable universe"
-                problems.append(_problem(i, SubmitCode.NOT_IN_UNIVERSE, text))
-            elif o.side == "BUY" and buyable is not None and symbol not in buyable:
-                text = f"{o.stock_id} is not in today's candidate pool; buy only listed stocks"
-                problems.append(_problem(i, SubmitCode.NOT_IN_POOL, text))
-            if o.side == "SELL" and symbol not in held:
-                problems.append(_problem(i, SubmitCode.NOT_HELD, f"you hold no {o.stock_id}"))
-            if o.side == "SELL" and seen_buy:
-                text = "put every SELL before every BUY"
-                problems.append(_problem(i, SubmitCode.SELL_AFTER_BUY, text))
-            seen_buy = seen_buy or o.side == "BUY"
-            if not problems:
-                size = (
-                    {"shares": o.shares}
-                    if o.shares is not None
-                    else {"target_weight": o.target_weight}
-                )
-                orders.append(
-                    Order(
-                        stock_id=symbol,
-                        side=o.side,
-                        confidence=o.confidence,
-                        reason=o.reason,
-                        **size,
-                    )
-                )
+                found.insert(0, (SubmitCode.UNKNOWN_ID, str(exc)))
+            else:
+                found += legal.problems(o, symbol)
+                if not found:
+                    orders.append(_order(o, symbol))
+            problems += [_problem(i, code, text) for code, text in found]
         if problems:
             raise ToolError(masker.mask_text("; ".join(problems)))
         return Submission(
             action=Action(orders=orders, overall_reason=sent.overall_reason), sent=sent
         )
 
-    return SubmitTool.from_model(
-        "submit_action", "Submit today's orders (may be empty).", SubmitAction, check
+    spec = ToolSpec(
+        name="submit_action", description="Submit today's orders (may be empty).", parameters=schema
     )
+    return SubmitTool(spec=spec, accepts={}, validate_fn=validate)

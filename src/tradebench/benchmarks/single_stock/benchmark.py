@@ -168,7 +168,7 @@ class SingleStockBenchmark:
             n_steps=episode.total,
             episode_length=episode.total,
             nudges=options.nudges,
-            price_mode=options.price_mode,
+            price_mode=episode.price_mode,
             prompt_version=prompts.version,
             prompt_sha256=prompts.sha256,
             decision_days={

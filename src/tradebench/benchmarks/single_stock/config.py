@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from tradebench.masking import MaskLevel, hides_stocks
+
 Persona = Literal["risk_seeking", "risk_averse", "adaptive"]
 PERSONAS: tuple[Persona, ...] = ("risk_seeking", "risk_averse", "adaptive")
 Stance = Literal["risk_seeking", "risk_averse"]
@@ -78,9 +80,10 @@ class SingleStockOptions(BaseModel):
     nudges: int = Field(
         default=1, ge=0, le=5, description="format nudges after an unusable reply, per step"
     )
-    price_mode: PriceMode = Field(
-        default="actual",
-        description="`actual` adjusted prices, or `rebased` (100 = close before the episode)",
+    price_mode: PriceMode | None = Field(
+        default=None,
+        description="`actual` adjusted prices, or `rebased` (100 = close before the episode); "
+        "null = rebased under the masks that hide stocks, actual otherwise",
     )
     prompt_version: str = Field(default="v1", description="persona prompt files to use")
 
@@ -121,6 +124,14 @@ class Task(BaseModel):
         """The cell part of episode ids: its name (`tsla_main`), or
         `SYMBOL_YYYYMMDD-YYYYMMDD` for a symbol over a spec window."""
         return self.name or f"{self.symbol}_{self.start:%Y%m%d}-{self.end:%Y%m%d}"
+
+
+def resolve_price_mode(price_mode: PriceMode | None, mask: MaskLevel) -> PriceMode:
+    """The price mode an episode runs under: the explicit setting, else `rebased` when the
+    mask hides stocks (a price level names a stock) and `actual` otherwise."""
+    if price_mode is not None:
+        return price_mode
+    return "rebased" if hides_stocks(mask) else "actual"
 
 
 def resolve_tasks(options: SingleStockOptions, windows: list[tuple[date, date]]) -> list[Task]:

@@ -14,7 +14,13 @@ import numpy as np
 import pandas as pd
 
 from tradebench.benchmarks.single_stock.agents import DecisionContext, StepDecision
-from tradebench.benchmarks.single_stock.config import PriceMode, SingleStockOptions, Stance, Task
+from tradebench.benchmarks.single_stock.config import (
+    PriceMode,
+    SingleStockOptions,
+    Stance,
+    Task,
+    resolve_price_mode,
+)
 from tradebench.benchmarks.single_stock.ledger import Ledger, settle
 from tradebench.benchmarks.single_stock.observation import (
     RECENT_SHOWN,
@@ -93,17 +99,19 @@ class SingleStockEpisode:
         plan: EpisodePlan,
         masker: Masker,
         prompts: PromptSet,
-        price_mode: PriceMode = "actual",
+        price_mode: PriceMode | None = None,
         reply_format: ReplyFormat = "tool",
     ) -> None:
-        """Prepare the episode; nothing is decided yet."""
+        """Prepare the episode; nothing is decided yet. `price_mode` None: rebased when the
+        masker hides stocks, actual otherwise (the resolved mode is `self.price_mode`)."""
         self.ds, self.plan, self.masker, self.prompts = ds, plan, masker, prompts
+        self.price_mode: PriceMode = resolve_price_mode(price_mode, masker.level)
         self.task = plan.task
         self.asset = masker.symbol_label(self.task.symbol)
         self.system = masker.mask_text(
             system_prompt(prompts, self.task.persona, self.asset, reply_format)
         )
-        self.rebase = self._rebase() if price_mode == "rebased" else None
+        self.rebase = self._rebase() if self.price_mode == "rebased" else None
         self.decisions: list[StepDecision] = []
 
     def _rebase(self) -> tuple[float, float]:

@@ -80,13 +80,14 @@ SCORE_COLUMNS = (
 
 
 def single_stock_columns(record: EpisodeRecord, folder: Path) -> dict[str, Any]:
-    """The task (cell, symbol, persona) and every score of a finished episode as flat
-    summary columns; scores are null while it runs."""
+    """The task (cell, symbol, persona), the price mode it ran under and every score of a
+    finished episode as flat summary columns; scores are null while it runs."""
     extras = record.extras
     out: dict[str, Any] = {
         "cell": extras.get("cell"),
         "symbol": extras.get("symbol"),
         "persona": extras.get("persona"),
+        "price_mode": extras.get("price_mode"),
         **dict.fromkeys(SCORE_COLUMNS, np.nan),
     }
     metrics = read_json(Path(folder) / METRICS_FILE)
