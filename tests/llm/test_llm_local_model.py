@@ -251,3 +251,33 @@ def _alive(pid: int) -> bool:
             return stat.read().split(") ", 1)[1][0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_numbers_bounded_to_the_unit_interval_stay_in_it(local_server):
+    """llama.cpp's schema converter ignores `minimum`/`maximum`; the bundled server's
+    grammar holds a number bounded within [0, 1] to that range even when the prompt
+    invites a percent."""
+    weight = ToolSpec(
+        name="set_weight",
+        description="Set the portfolio weight of one asset.",
+        parameters={
+            "type": "object",
+            "required": ["weight", "confidence"],
+            "additionalProperties": False,
+            "properties": {
+                "weight": {"type": "number", "minimum": 0, "maximum": 1},
+                "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+            },
+        },
+    )
+    model = get_model(_config(local_server), retry=ONE_SHOT)
+    for ask in (
+        "Put 59 percent into asset_0001, confidence 96.",
+        "Weight 5.9, confidence 1025.98.",
+    ):
+        reply = asyncio.run(
+            model.generate([Message(role="user", content=ask)], [weight], "set_weight")
+        )
+        [call] = reply.message.tool_calls
+        assert 0 <= call.arguments["weight"] <= 1, call.raw_arguments
+        assert 0 <= call.arguments["confidence"] <= 1, call.raw_arguments

@@ -20,6 +20,7 @@ Needs the `local-llm` extra (llama-cpp-python); nothing else in tradebench impor
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import json
 import os
 import signal
@@ -52,12 +53,51 @@ def _with_calls(result: dict[str, Any], calls: list[dict[str, Any]], text: str) 
     return {**result, "choices": [choice]}
 
 
+UNIT_MARK = "__tradebench_unit_number__"
+UNIT_RULE = 'unit-number ::= "0" ("." [0-9] [0-9]? [0-9]? [0-9]?)? | "1" ("." "0" "0"? "0"? "0"?)?'
+"""A JSON number from 0 to 1 with up to four decimals: llama.cpp's schema converter ignores
+`minimum`/`maximum` on numbers, so weights and confidences in [0, 1] get this rule."""
+
+
+def _mark_unit_numbers(node: Any) -> Any:
+    """The schema with every number bounded within [0, 1] replaced by a marker constant."""
+    if isinstance(node, dict):
+        lo, hi = node.get("minimum"), node.get("maximum")
+        if (
+            node.get("type") == "number"
+            and lo is not None
+            and hi is not None
+            and lo >= 0
+            and hi <= 1
+        ):
+            return {"const": UNIT_MARK}
+        return {k: _mark_unit_numbers(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_mark_unit_numbers(v) for v in node]
+    return node
+
+
+def schema_gbnf(schema: dict[str, Any], prop_order: list[str] | None = None) -> str:
+    """GBNF for JSON matching `schema` (llama.cpp's converter), with numbers bounded in
+    [0, 1] held to that range (the converter alone lets a model write 5.9 or 1025.98)."""
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    rules = json_schema_to_gbnf(json.dumps(_mark_unit_numbers(schema)), prop_order=prop_order)
+    literal = json.dumps(json.dumps(UNIT_MARK))
+    if literal not in rules:
+        return rules
+    return rules.replace(literal, "unit-number") + "\n" + UNIT_RULE + "\n"
+
+
+def forced_grammar(tool: dict[str, Any]) -> str:
+    """GBNF for the arguments of a forced tool."""
+    return schema_gbnf(tool["function"].get("parameters") or {"type": "object"})
+
+
 def auto_grammar(tools: list[dict[str, Any]]) -> str:
     """GBNF for a reply under `tool_choice="auto"`: one or more `<tool_call>` lines, each a
     call to an offered tool with arguments of its schema, or an answer that starts with
     `message:`. The model still decides which; the grammar only keeps a call well formed."""
-    from llama_cpp.llama_grammar import json_schema_to_gbnf
-
     alternatives = [
         {
             "type": "object",
@@ -69,8 +109,7 @@ def auto_grammar(tools: list[dict[str, Any]]) -> str:
         }
         for t in tools
     ]
-    schema = json.dumps({"oneOf": alternatives})
-    rules = json_schema_to_gbnf(schema, prop_order=["name", "arguments"])
+    rules = schema_gbnf({"oneOf": alternatives}, prop_order=["name", "arguments"])
     rules = rules.replace("root ::=", "call-json ::=", 1)
     return (
         "root ::= call+ | answer\n"
@@ -112,10 +151,17 @@ def make_handler(base_format: str | None = None, fold_system: bool = False) -> C
         plain = plain_messages(
             messages, offered, choice, fold_system=fold_system, answer_prefix=prefix
         )
-        if name is not None and not stream:
-            # The base handler builds the grammar from the tool's schema and returns the
-            # call; the template never sees the tools (they are in the system text).
-            return base(llama=llama, messages=plain, tools=offered, tool_choice=choice, **kwargs)
+        tool = next((t for t in offered if t["function"]["name"] == name), None)
+        if tool is not None and not stream:
+            # The arguments are generated under the tool's grammar and returned as its call;
+            # the template never sees the tools (they are in the system text).
+            from llama_cpp.llama_grammar import LlamaGrammar
+
+            grammar = LlamaGrammar.from_string(forced_grammar(tool), verbose=False)
+            result = base(llama=llama, messages=plain, **{**kwargs, "grammar": grammar})
+            raw = (result["choices"][0]["message"].get("content") or "").strip()
+            digest = hashlib.sha256(raw.encode()).hexdigest()[:10]
+            return _with_calls(result, [_openai_call(f"call_{digest}", name, raw)], "")
         if not offered or stream:
             return base(llama=llama, messages=plain, stream=stream, **kwargs)
         from llama_cpp.llama_grammar import LlamaGrammar
