@@ -265,3 +265,19 @@ def test_cli_import_records_help_teaches() -> None:
     text = " ".join(result.output.split())
     for needle in ("--news", "--filings", "--long", "--delay-minutes", "ts_available", "09:30"):
         assert needle in text
+
+
+def test_long_format_without_ids_and_with_empty_urls(us_dataset_dir: Path, tmp_path: Path) -> None:
+    """Ids are generated from the content; an empty url cell (NaN in a CSV) is no url."""
+    ds_dir = tmp_path / "us"
+    shutil.copytree(us_dataset_dir, ds_dir)
+    rows = [
+        {k: v for k, v in dict(row, url="https://example.org/a" if i else "").items()}
+        for i, row in enumerate(LONG_ROWS[:2])
+    ]
+    for row in rows:
+        row.pop("record_id")
+    result = import_records(RecordsImport(dataset=ds_dir, long=(_long_file(tmp_path, rows),)))
+    assert result.n_records == 2
+    ids = list(load_dataset(ds_dir).records["record_id"])
+    assert len(set(ids)) == 2 and all(i.startswith(("macro-", "news-")) for i in ids)

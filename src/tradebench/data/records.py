@@ -59,7 +59,8 @@ def content_sha256(title: str, body: str) -> str:
 def _identity(row: tuple) -> str:
     kind, source, url, ts_event, symbols, sha = row
     stamp = "" if pd.isna(ts_event) else pd.Timestamp(ts_event).isoformat()
-    text = "\x1f".join([kind, source, url or "", stamp, ",".join(symbols), sha])
+    link = url if isinstance(url, str) else ""  # a missing url is None or NaN
+    text = "\x1f".join([kind, source, link, stamp, ",".join(symbols), sha])
     return f"{kind}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
 

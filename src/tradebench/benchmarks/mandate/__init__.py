@@ -1,0 +1,1 @@
+"""The mandate benchmark (OpenPM): analysts, captures, constructors, the critic, the broker."""

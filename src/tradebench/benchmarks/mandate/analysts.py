@@ -1,0 +1,248 @@
+"""Typed analyst roles: per name and decision day, one `Signal` each, from the view only.
+
+Every analyst is a deterministic function `(view, pool, settings) -> list[Signal]` that
+reads the market only through the point-in-time `MarketView` (bars before T, records with
+`ts_available <=` the decision instant):
+
+- `technical`: momentum and volatility over `momentum_days` of adjusted closes, z-scored
+  across the pool; `score = tanh((z_mom - z_vol / 2) / 2)`, confidence = share of the
+  look-back with a finite return. Cites no record (its evidence is bars).
+- `news`: the visible news of the last `news_lookback_days` (minus `news_delay_minutes`):
+  count, hours since the newest, and a deliberately small headline lexicon (`POSITIVE`,
+  `NEGATIVE`, whole words): `score = tanh(net / (n + 1))` with `net` = positive minus
+  negative hits; confidence = `min(1, n / 10)`. This is a word count, not sentiment
+  analysis. Cites the newest ten articles used.
+- `filings`: the latest visible filing: form (10-K, 10-Q, 8-K from its title) and days
+  since it was accepted. It has no view on direction: `score = 0`, confidence =
+  `exp(-days / 90)` (fresh information). Cites that filing.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from tradebench.view import MarketView
+
+POSITIVE = frozenset(
+    [
+        "beat",
+        "beats",
+        "surge",
+        "surges",
+        "soar",
+        "soars",
+        "record",
+        "gain",
+        "gains",
+        "rally",
+        "rallies",
+        "upgrade",
+        "upgraded",
+        "raise",
+        "raises",
+        "growth",
+        "strong",
+        "outperform",
+        "bullish",
+        "jump",
+        "jumps",
+        "rise",
+        "rises",
+        "profit",
+    ]
+)
+"""Headline words counted as positive by the news analyst."""
+NEGATIVE = frozenset(
+    [
+        "miss",
+        "misses",
+        "plunge",
+        "plunges",
+        "fall",
+        "falls",
+        "drop",
+        "drops",
+        "downgrade",
+        "downgraded",
+        "cut",
+        "cuts",
+        "weak",
+        "loss",
+        "losses",
+        "lawsuit",
+        "probe",
+        "bearish",
+        "slump",
+        "slumps",
+        "decline",
+        "declines",
+        "fraud",
+        "warning",
+    ]
+)
+"""Headline words counted as negative by the news analyst."""
+_WORD = re.compile(r"[a-z]+")
+_FORM = re.compile(r"\b(10-K|10-Q|8-K)\b")
+MAX_CITED = 10
+FILING_HALF_LIFE_DAYS = 90.0
+
+
+class Signal(BaseModel):
+    """One analyst's view of one name before one open."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    analyst: str
+    """Analyst role (`technical`, `news`, `filings`)."""
+    symbol: str
+    """The name."""
+    score: float = Field(ge=-1.0, le=1.0)
+    """Direction: -1 (negative) .. +1 (positive); 0 = no view."""
+    confidence: float = Field(ge=0.0, le=1.0)
+    """How much the analyst stands behind the score (0 = nothing to go on)."""
+    cited: tuple[str, ...] = ()
+    """Record ids the signal rests on (each must be visible at the decision instant)."""
+    features: dict[str, float | str | None] = Field(default_factory=dict)
+    """The numbers behind the score (rounded)."""
+
+
+@dataclass(frozen=True)
+class AnalystSettings:
+    """What the analysts are tuned by (from the benchmark's options)."""
+
+    momentum_days: int = 20
+    news_lookback_days: int = 7
+    news_delay_minutes: float = 0.0
+
+
+Analyst = Callable[[MarketView, Sequence[str], AnalystSettings], list[Signal]]
+
+
+def _r(x: float, digits: int = 6) -> float | None:
+    return round(float(x), digits) if math.isfinite(x) else None
+
+
+def _z(x: np.ndarray) -> np.ndarray:
+    ok = np.isfinite(x)
+    out = np.zeros_like(x)
+    if ok.sum() >= 2 and np.std(x[ok]) > 0:
+        out[ok] = (x[ok] - x[ok].mean()) / x[ok].std()
+    return out
+
+
+def technical(view: MarketView, pool: Sequence[str], s: AnalystSettings) -> list[Signal]:
+    """Momentum and volatility z-scores across the pool, from adjusted closes."""
+    cols = [view.column(name) for name in pool]
+    prices = view.window("adj_close", s.momentum_days + 1)[:, cols]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rets = prices[1:] / prices[:-1] - 1
+        mom = prices[-1] / prices[0] - 1 if len(prices) > 1 else np.full(len(cols), np.nan)
+    finite = np.isfinite(rets)
+    vol = np.array(
+        [
+            np.std(rets[finite[:, j], j]) if finite[:, j].sum() > 1 else np.nan
+            for j in range(len(cols))
+        ]
+    )
+    raw = _z(mom) - 0.5 * _z(vol)
+    coverage = finite.mean(axis=0) if len(rets) else np.zeros(len(cols))
+    return [
+        Signal(
+            analyst="technical",
+            symbol=name,
+            score=round(math.tanh(raw[j] / 2), 6),
+            confidence=round(float(coverage[j]), 6),
+            features={"momentum": _r(mom[j]), "volatility": _r(vol[j])},
+        )
+        for j, name in enumerate(pool)
+    ]
+
+
+def lexicon_hits(title: str) -> tuple[int, int]:
+    """Positive and negative lexicon words in a headline (whole, lower-cased words)."""
+    words = _WORD.findall(title.lower())
+    return sum(w in POSITIVE for w in words), sum(w in NEGATIVE for w in words)
+
+
+def news(view: MarketView, pool: Sequence[str], s: AnalystSettings) -> list[Signal]:
+    """Count, recency and a headline word count of the visible recent news."""
+    now = view.decision_time
+    cutoff = now - pd.Timedelta(minutes=s.news_delay_minutes)
+    out = []
+    for name in pool:
+        recs = view.records(symbols=name, kinds="news", lookback=f"{s.news_lookback_days}D")
+        recs = recs[recs["ts_available"] <= cutoff]
+        n = len(recs)
+        hits = [lexicon_hits(str(t)) for t in recs["title"]]
+        pos, neg = sum(h[0] for h in hits), sum(h[1] for h in hits)
+        hours = (now - recs["ts_available"].iloc[-1]).total_seconds() / 3600 if n else None
+        out.append(
+            Signal(
+                analyst="news",
+                symbol=name,
+                score=round(math.tanh((pos - neg) / (n + 1)), 6),
+                confidence=round(min(1.0, n / 10), 6),
+                cited=tuple(recs["record_id"].iloc[-MAX_CITED:].tolist()),
+                features={
+                    "n_news": float(n),
+                    "positive": float(pos),
+                    "negative": float(neg),
+                    "hours_since_latest": None if hours is None else _r(hours, 3),
+                },
+            )
+        )
+    return out
+
+
+def filings(view: MarketView, pool: Sequence[str], s: AnalystSettings) -> list[Signal]:
+    """Form and age of the latest visible filing (no direction)."""
+    now = view.decision_time
+    out = []
+    for name in pool:
+        recs = view.records(symbols=name, kinds="filing", limit=1)
+        if recs.empty:
+            out.append(Signal(analyst="filings", symbol=name, score=0.0, confidence=0.0))
+            continue
+        latest = recs.iloc[-1]
+        days = (now - latest["ts_available"]).total_seconds() / 86400
+        form = _FORM.search(str(latest["title"]))
+        out.append(
+            Signal(
+                analyst="filings",
+                symbol=name,
+                score=0.0,
+                confidence=round(math.exp(-days / FILING_HALF_LIFE_DAYS), 6),
+                cited=(str(latest["record_id"]),),
+                features={
+                    "form": form.group(1) if form else "other",
+                    "days_since": _r(days, 3),
+                },
+            )
+        )
+    return out
+
+
+ANALYST_FUNCTIONS: dict[str, Analyst] = {
+    "technical": technical,
+    "news": news,
+    "filings": filings,
+}
+"""The registered analyst roles by name."""
+
+
+def combined_scores(signals: Sequence[Signal], pool: Sequence[str]) -> dict[str, float]:
+    """Per name, the mean over analysts of `score x confidence` (0 without signals)."""
+    sums = dict.fromkeys(pool, 0.0)
+    counts = dict.fromkeys(pool, 0)
+    for sig in signals:
+        if sig.symbol in sums:
+            sums[sig.symbol] += sig.score * sig.confidence
+            counts[sig.symbol] += 1
+    return {k: (sums[k] / counts[k] if counts[k] else 0.0) for k in pool}

@@ -1,0 +1,182 @@
+"""The mandate benchmark's report sections (registered through `report_sections`).
+
+Equity curves, the metric panel and the model sections come from the generic sections
+(the episodes write the same steps, positions and orders tables as the portfolio
+benchmark); these add the cost-sensitivity curve, the constraint adherence with the
+citation violations, the robustness tables and the contamination certificate. Each reads
+the episode folders' artefacts (`benchmarks/mandate/artefacts.py`, `certificate.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from tradebench.benchmarks.mandate.certificate import read_certificates, run_table
+from tradebench.report.html import Section, figure_html, note, table
+from tradebench.report.load import RunData
+from tradebench.runs.store import read_parquet
+
+SURVIVORSHIP = (
+    "Pools are drawn from the point-in-time index members at the window start, but the "
+    "shared US bars hold only today's S&P 500 members and the sectors are today's GICS "
+    "sectors: survivorship-biased. The index reference is SPY (the dataset's index "
+    "series), bought through the same broker."
+)
+
+
+def _label(row: pd.Series) -> str:
+    mode = row["mode"] if row["mode"] != "n/a" else "reference"
+    return f"{row['agent']} · {mode} · s{row['seed']}"
+
+
+def _collect(run: RunData, name: str) -> pd.DataFrame:
+    """One artefact of every finished episode, tagged with its label and episode id."""
+    frames = []
+    for _, row in run.done().iterrows():
+        path = run.episode_dir(row["episode_id"]) / f"{name}.parquet"
+        if path.exists():
+            part = read_parquet(path)
+            frames.append(part.assign(episode=_label(row), episode_id=row["episode_id"]))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def cost_curve_section(run: RunData, options: object) -> Section | None:
+    """Net total return of each episode's decisions re-executed at each half-spread."""
+    curves = _collect(run, "cost_curve")
+    if curves.empty:
+        return None
+    fig = go.Figure()
+    for label, group in curves.groupby("episode", sort=True):
+        fig.add_trace(go.Scatter(x=group["cost_bps"], y=group["total_return"], name=label))
+    fig.update_layout(
+        title="Cost sensitivity", xaxis_title="half-spread (bps)", yaxis_title="total return"
+    )
+    wide = curves.pivot_table(
+        index="episode", columns="cost_bps", values="total_return", aggfunc="first"
+    )
+    wide.columns = [f"{c:g} bps" for c in wide.columns]
+    body = [
+        note(
+            "The same target weights re-executed through the broker at each half-spread "
+            "(buys pay it, sells receive it less; commission 0). " + SURVIVORSHIP
+        ),
+        figure_html(fig, "mandate cost curve"),
+        table(wide, index=True),
+    ]
+    return Section("Mandate: cost sensitivity", "".join(body))
+
+
+def adherence_section(run: RunData, options: object) -> Section | None:
+    """How often each constraint bound, how far proposals were moved, citation violations."""
+    rows = _collect(run, "adherence")
+    done = run.done()
+    if rows.empty and "citation_violations" not in done:
+        return None
+    parts = [
+        note(
+            "Per rebalance and constraint: binding = active at the projected portfolio; "
+            "violated = broken by the constructor's proposal. Rates are over the episode's "
+            "rebalances."
+        )
+    ]
+    if not rows.empty:
+        per = (
+            rows.groupby(["episode", "constraint"], sort=True)
+            .agg(
+                steps_binding=("step", lambda s: s[rows.loc[s.index, "binding"]].nunique()),
+                steps_violated=("step", lambda s: s[rows.loc[s.index, "violated"]].nunique()),
+                mean_gap=("proposed", lambda s: (s - rows.loc[s.index, "projected"]).abs().mean()),
+            )
+            .reset_index()
+        )
+        parts.append(table(per))
+    cols = [c for c in ("rebalances", "citation_violations", "invalid_proposals") if c in done]
+    if cols:
+        view = done.assign(episode=done.apply(_label, axis=1))[["episode", *cols]].dropna()
+        parts += ["<h3>Rebalances, citation violations, refused proposals</h3>", table(view)]
+    return Section("Mandate: constraint adherence", "".join(parts))
+
+
+def robustness_section(run: RunData, options: object) -> Section | None:
+    """Spread over same-pool equal weight: whole, leave-one-name-out, bootstrap interval."""
+    boot = _collect(run, "spread_bootstrap")
+    if boot.empty:
+        return None
+    loo = _collect(run, "loo_spread")
+    spread = loo[loo["left_out"].isna()][["episode", "spread"]]
+    worst = (
+        loo[loo["left_out"].notna()]
+        .groupby("episode")["spread"]
+        .agg(loo_min="min", loo_max="max")
+        .reset_index()
+    )
+    view = (
+        boot[["episode", "estimate", "lo", "hi", "n_days"]]
+        .merge(spread, on="episode")
+        .merge(worst, on="episode")
+    )
+    pnl = _collect(run, "pnl_by_name")
+    top = pnl.sort_values(["episode", "contribution"], ascending=[True, False])
+    parts = [
+        note(
+            "spread = total return minus the same-pool equal-weight reference's (same "
+            "cadence, same broker, no critic); loo_min/max: the spread with one name's P&L "
+            "removed from both; estimate, lo, hi: the summed daily return spread and its "
+            "95% bootstrap interval over days."
+        ),
+        table(view),
+        "<h3>P&amp;L contribution by name</h3>",
+        table(top[["episode", "symbol", "contribution", "ew_contribution"]]),
+    ]
+    return Section("Mandate: robustness", "".join(parts))
+
+
+CERTIFICATE_SCOPE = (
+    "The certificate audits what each agent was shown: every record id cited in the "
+    "captures it read, checked against the dataset (gate: available by the decision "
+    "instant of the day it was shown; provenance: no later date named outside a "
+    "forward-looking sentence, no filing accepted before its period ended). It cannot "
+    "prove what a model memorised in training: that rests on the model's stated "
+    "knowledge cutoff, so a model without a declared cutoff, or one within the margin of "
+    "the window start, is UNKNOWN, the honest default. The date reading is a documented "
+    "heuristic (docs/mandate.md); uncited records behind the news counts are not audited."
+)
+
+
+def certificate_section(run: RunData, options: object) -> Section | None:
+    """The contamination verdict per model and for the run, with every reason."""
+    certs = read_certificates(run.run_dir)
+    if not certs:
+        return None
+    table_ = run_table(certs)
+    per = table_.drop(columns=["reasons"])
+    reasons = pd.DataFrame(
+        [
+            {
+                "agent": c.agent,
+                "episode": c.episode_id,
+                "verdict": r.verdict,
+                "rule": r.rule,
+                "record_id": r.record_id,
+                "day": r.day,
+                "evidence": r.evidence,
+            }
+            for c in certs
+            for r in c.reasons
+        ]
+    )
+    parts = [note(CERTIFICATE_SCOPE), table(per)]
+    if not reasons.empty:
+        parts += ["<h3>Reasons</h3>", table(reasons)]
+    return Section("Mandate: contamination certificate", "".join(parts))
+
+
+REPORT_SECTIONS: tuple[Callable[..., Section | None], ...] = (
+    cost_curve_section,
+    adherence_section,
+    robustness_section,
+    certificate_section,
+)
