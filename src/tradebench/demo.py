@@ -49,12 +49,65 @@ class DemoOptions:
 
 @dataclass(frozen=True)
 class DemoResult:
-    """Where the demo wrote its files, and the per-episode summary."""
+    """Where the demo wrote its files, the per-episode summary and what the model did."""
 
     run_dir: Path
     report: Path
     summary: pd.DataFrame
     model: str | None
+    activity: pd.DataFrame
+    """One row per model episode: `model_activity`."""
+
+
+ACTIVITY_COLUMNS = [
+    "mode",
+    "steps",
+    "model_calls",
+    "research_calls",
+    "research_valid",
+    "submissions",
+    "valid",
+    "valid_non_empty",
+    "rejected_by_code",
+    "filled_orders",
+]
+
+
+def model_activity(run_dir: Path) -> pd.DataFrame:
+    """What each model episode of a run did, from its masked trace and orders: model calls,
+    research calls (and how many were valid), submission attempts, accepted ones (and
+    those with at least one order), rejections by code, and orders the broker filled."""
+    from tradebench.report.episodes import code_counts, submission_rejections
+    from tradebench.report.load import load_run, read_episode_tables, read_trace
+
+    run = load_run(run_dir)
+    rows = []
+    for record in run.done().itertuples(index=False):
+        trace = read_trace(run, record.episode_id) if record.kind == "llm" else None
+        if trace is None:
+            continue
+        calls = [c for step in trace for c in step.get("tool_calls") or []]
+        research = [c for c in calls if c.get("phase") == "research"]
+        accepted = [s["submitted"] for s in trace if isinstance(s.get("submitted"), dict)]
+        rejections = submission_rejections(trace)
+        tables = read_episode_tables(run, record.episode_id)
+        status = None if tables is None else tables.orders["status"]
+        filled = 0 if status is None else int(status.isin(["filled", "partial"]).sum())
+        rows.append(
+            {
+                "mode": record.mode,
+                "steps": len(trace),
+                "model_calls": sum(len(s.get("model_calls") or []) for s in trace),
+                "research_calls": len(research),
+                "research_valid": sum(bool(c.get("valid")) for c in research),
+                "submissions": len(accepted) + len(rejections),
+                "valid": len(accepted),
+                "valid_non_empty": sum(bool(a.get("orders")) for a in accepted),
+                "rejected_by_code": code_counts(rejections) or "-",
+                "filled_orders": filled,
+            }
+        )
+    return pd.DataFrame(rows, columns=ACTIVITY_COLUMNS)
 
 
 def demo_spec(opts: DemoOptions, model_entry: dict[str, Any] | None) -> RunSpec:
@@ -119,4 +172,5 @@ def run_demo(opts: DemoOptions) -> DemoResult:
         report=report,
         summary=pd.read_parquet(summary_path),
         model=None if entry is None else entry["name"],
+        activity=model_activity(run_dir),
     )

@@ -102,4 +102,11 @@ def demo(
             f"{row.cash_ratio:.2f}",
         )
     console.print(table)
+    if len(result.activity):
+        acts = Table(title=f"what {result.model} did (model episodes)")
+        for col in result.activity.columns:
+            acts.add_column(col.replace("_", " "), overflow="fold")
+        for row in result.activity.itertuples(index=False):
+            acts.add_row(*(str(v) for v in row))
+        console.print(acts)
     console.print(f"report: [bold]{result.report}[/]")
