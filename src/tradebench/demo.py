@@ -21,6 +21,8 @@ import pandas as pd
 from tradebench.benchmarks import build_report, run_spec
 from tradebench.llm.local import LocalServer, find_bundled_model, llama_cpp_available
 from tradebench.llm.types import ModelConfig
+from tradebench.report.episodes import code_counts, submission_rejections
+from tradebench.report.load import load_run, read_episode_tables, read_trace
 from tradebench.runs.spec import RunSpec
 
 WINDOW = {"start": "2022-03-01", "end": "2022-03-29"}
@@ -77,9 +79,6 @@ def model_activity(run_dir: Path) -> pd.DataFrame:
     """What each model episode of a run did, from its masked trace and orders: model calls,
     research calls (and how many were valid), submission attempts, accepted ones (and
     those with at least one order), rejections by code, and orders the broker filled."""
-    from tradebench.report.episodes import code_counts, submission_rejections
-    from tradebench.report.load import load_run, read_episode_tables, read_trace
-
     run = load_run(run_dir)
     rows = []
     for record in run.done().itertuples(index=False):
