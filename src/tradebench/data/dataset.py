@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -109,8 +110,12 @@ def write_table(out: Path, name: str, frame: pd.DataFrame) -> FileEntry:
 
 
 def write_manifest(out: Path, manifest: Manifest) -> None:
-    """Write `manifest.json` into the dataset folder `out`."""
-    (Path(out) / MANIFEST).write_text(manifest.model_dump_json(indent=2) + "\n")
+    """Write `manifest.json` into the dataset folder `out` (whole or not at all: a
+    temporary file renamed into place)."""
+    path = Path(out) / MANIFEST
+    tmp = path.with_name(f"{MANIFEST}.{os.getpid()}.tmp")
+    tmp.write_text(manifest.model_dump_json(indent=2) + "\n")
+    os.replace(tmp, path)
 
 
 def _to_arrow(name: str, frame: pd.DataFrame) -> pa.Table:

@@ -245,7 +245,8 @@ class OpenAIChatModel(HttpChatModel):
                 )
                 usage = json.loads(raw).get("usage") or {}
                 counts.append(int(usage.get("prompt_tokens") or 0))
-        except (ProviderError, ValueError, KeyError) as exc:  # a failed probe keeps native
+        except (ProviderError, ValueError, KeyError, AttributeError, TypeError) as exc:
+            # a failed or odd probe reply keeps the native protocol
             llm_logger().info("%s: tool probe failed (%s); native tools", self.config.label, exc)
             return ToolSupport(tools=True, system=True)
         return support_from_counts(*counts)

@@ -386,7 +386,7 @@ class MandateBenchmark:
         curve = pd.DataFrame(rows)
         curve.to_parquet(ctx.folder / COST_CURVE_FILE, index=False)
         headline: dict[str, Any] = {
-            "return_at_0bps": float(curve["total_return"].iloc[0]),
+            "return_at_0bps": float(curve.loc[curve["cost_bps"] == 0, "total_return"].iloc[0]),
             "return_at_max_bps": float(curve["total_return"].iloc[-1]),
         }
         if not pool:
@@ -415,8 +415,11 @@ class MandateBenchmark:
         binding_steps = table.loc[table["binding"], "step"].nunique() if len(table) else 0
         headline |= {
             "spread_vs_ew": float(loo["spread"].iloc[0]),
-            "spread_lo": float(boot["lo"].iloc[0]),
-            "spread_hi": float(boot["hi"].iloc[0]),
+            # the bootstrap is of the summed daily spread, a different number from the
+            # compounded `spread_vs_ew`: its estimate and interval travel together
+            "daily_spread_sum": float(boot["estimate"].iloc[0]),
+            "daily_spread_lo": float(boot["lo"].iloc[0]),
+            "daily_spread_hi": float(boot["hi"].iloc[0]),
             "rebalances": rebalances,
             "binding_step_rate": binding_steps / rebalances if rebalances else None,
             "citation_violations": int(sum(i.get("citation_violations", 0) for i in sim.infos)),

@@ -385,7 +385,9 @@ def certify(
 def write_certificate(folder: Path, cert: EpisodeCertificate) -> Path:
     """Write `certificate.json` into an episode folder."""
     path = folder / CERTIFICATE_FILE
-    path.write_text(cert.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    tmp = path.with_name(f"{CERTIFICATE_FILE}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_text(cert.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)  # whole, so a run table built meanwhile never reads half a file
     return path
 
 

@@ -149,13 +149,16 @@ def check_proposal(arguments: dict[str, Any], pool: list[str]) -> tuple[dict[str
         raise ArgumentError(f"[{ProposalCode.SCHEMA}] arguments do not match the schema", issues)
     weights: dict[str, float] = {}
     problems = []
+    seen: set[str] = set()
     for i, item in enumerate(arguments["weights"]):
         name, w = str(item["symbol"]), float(item["weight"])
+        repeated = name in seen
+        seen.add(name)
         if name not in pool:
             problems.append(
                 f"weights/{i}: [{ProposalCode.UNKNOWN_NAME}] {name[:24]} is not in the pool"
             )
-        elif name in weights:
+        elif repeated:
             problems.append(f"weights/{i}: [{ProposalCode.DUPLICATE_NAME}] {name} is given twice")
         elif not 0.0 <= w <= 1.0:
             problems.append(

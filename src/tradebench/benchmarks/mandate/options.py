@@ -75,4 +75,4 @@ class MandateOptions(BaseModel):
     def _levels(cls, value: list[float]) -> list[float]:
         if not value or any(v < 0 for v in value):
             raise ValueError("give at least one cost level, each >= 0 bps")
-        return sorted(set(value))
+        return sorted(set(value) | {0.0})  # the 0-bps point is always on the curve
