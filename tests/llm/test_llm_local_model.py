@@ -281,3 +281,12 @@ def test_numbers_bounded_to_the_unit_interval_stay_in_it(local_server):
         [call] = reply.message.tool_calls
         assert 0 <= call.arguments["weight"] <= 1, call.raw_arguments
         assert 0 <= call.arguments["confidence"] <= 1, call.raw_arguments
+
+
+def test_required_gets_a_tool_call_even_when_the_prompt_asks_for_none(local_server):
+    """`tool_choice="required"`: the bundled server's grammar leaves no text answer."""
+    model = get_model(_config(local_server), retry=ONE_SHOT)
+    messages = [Message(role="user", content="Do not call anything; just say hello.")]
+    reply = asyncio.run(model.generate(messages, [RESEARCH], "required"))
+    [call] = reply.message.tool_calls
+    assert call.name == "get_price" and not reply.message.content.strip()

@@ -94,10 +94,11 @@ def forced_grammar(tool: dict[str, Any]) -> str:
     return schema_gbnf(tool["function"].get("parameters") or {"type": "object"})
 
 
-def auto_grammar(tools: list[dict[str, Any]]) -> str:
+def auto_grammar(tools: list[dict[str, Any]], allow_answer: bool = True) -> str:
     """GBNF for a reply under `tool_choice="auto"`: one or more `<tool_call>` lines, each a
-    call to an offered tool with arguments of its schema, or an answer that starts with
-    `message:`. The model still decides which; the grammar only keeps a call well formed."""
+    call to an offered tool with arguments of its schema, or (`allow_answer`; not under
+    `required`) an answer that starts with `message:`. The model still decides which; the
+    grammar only keeps a call well formed."""
     alternatives = [
         {
             "type": "object",
@@ -112,9 +113,10 @@ def auto_grammar(tools: list[dict[str, Any]]) -> str:
     rules = schema_gbnf({"oneOf": alternatives}, prop_order=["name", "arguments"])
     rules = rules.replace("root ::=", "call-json ::=", 1)
     return (
-        "root ::= call+ | answer\n"
-        'call ::= "<tool_call>" call-json "</tool_call>" "\\n"?\n'
-        f'answer ::= "{ANSWER_PREFIX}" [^<]*\n' + rules
+        ("root ::= call+ | answer\n" if allow_answer else "root ::= call+\n")
+        + 'call ::= "<tool_call>" call-json "</tool_call>" "\\n"?\n'
+        + f'answer ::= "{ANSWER_PREFIX}" [^<]*\n'
+        + rules
     )
 
 
@@ -147,7 +149,8 @@ def make_handler(base_format: str | None = None, fold_system: bool = False) -> C
         offered = [] if tool_choice == "none" else list(tools or [])
         choice = tool_choice or "auto"
         name = forced_tool(choice) if offered else None
-        prefix = ANSWER_PREFIX if offered and name is None and not stream else ""
+        may_answer = choice != "required"
+        prefix = ANSWER_PREFIX if offered and name is None and may_answer and not stream else ""
         plain = plain_messages(
             messages, offered, choice, fold_system=fold_system, answer_prefix=prefix
         )
@@ -166,7 +169,7 @@ def make_handler(base_format: str | None = None, fold_system: bool = False) -> C
             return base(llama=llama, messages=plain, stream=stream, **kwargs)
         from llama_cpp.llama_grammar import LlamaGrammar
 
-        grammar = LlamaGrammar.from_string(auto_grammar(offered), verbose=False)
+        grammar = LlamaGrammar.from_string(auto_grammar(offered, may_answer), verbose=False)
         result = base(llama=llama, messages=plain, **{**kwargs, "grammar": grammar})
         text = result["choices"][0]["message"].get("content") or ""
         found = recover_calls(text, {t["function"]["name"] for t in offered})
