@@ -1,8 +1,8 @@
 """Schema-1 question files (before comparative backtests) still read and still check.
 
 The fixture holds 18 real schema-1 records built from AAPL 2020-2024 (seed 42) before the
-four re-defined templates and the two re-defined strategies changed; their data path is
-pointed at this machine's shared file.
+four re-defined templates and the two re-defined strategies changed. Their data path is
+stored relative (`../shared/data/...`) and pointed at the shared folder the tests find.
 """
 
 from __future__ import annotations
