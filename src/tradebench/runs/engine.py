@@ -242,8 +242,8 @@ async def run_backtest(
         )
         step = _step_row(day, account, marks[t], panel, t, decision, records, snapshot.nav)
         step.distributions = credited
-        held = _position_block(day, account, marks[t], panel.column_map)
-        order_rows = [_order_row(day, r, _sent(decision, k)) for k, r in enumerate(records)]
+        held = position_block(day, account, marks[t], panel.column_map)
+        order_rows = [order_row(day, r, _sent(decision, k)) for k, r in enumerate(records)]
         if journal is not None:
             line = journal_line(step, held, order_rows, account, records)
             journal.append(i, line, decision.trace)
@@ -313,9 +313,10 @@ def _step_row(
     )
 
 
-def _position_block(
+def position_block(
     day: pd.Timestamp, account: Account, close: np.ndarray, column: dict[str, int]
 ) -> PositionBlock:
+    """The account's holdings at a day's close as one `positions.parquet` block."""
     symbols, shares, prices = account.marks(close, column)
     nav = account.cash + float(shares @ prices)
     holdings = [account.holdings[s] for s in symbols]
@@ -329,7 +330,8 @@ def _position_block(
     )
 
 
-def _order_row(day: pd.Timestamp, r: OrderRecord, sent: str | None) -> OrderRow:
+def order_row(day: pd.Timestamp, r: OrderRecord, sent: str | None = None) -> OrderRow:
+    """One broker record as an `orders.parquet` row (`sent`: the id as the model wrote it)."""
     return OrderRow(
         date=day,
         symbol=r.symbol,

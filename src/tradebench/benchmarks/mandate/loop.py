@@ -26,11 +26,17 @@ from tradebench.market.distributions import distribute
 from tradebench.market.ledger import Account, AccountSnapshot
 from tradebench.market.orders import Action, Order, OrderRecord
 from tradebench.market.rules import MarketRules
-from tradebench.runs.engine import BacktestResult, day_quotes, journal_line, restore
+from tradebench.runs.engine import (
+    BacktestResult,
+    day_quotes,
+    journal_line,
+    order_row,
+    position_block,
+    restore,
+)
 from tradebench.runs.journal import Journal
 from tradebench.runs.records import (
     OrderRow,
-    PositionBlock,
     StepRow,
     fault_values,
     positions_frame,
@@ -112,39 +118,6 @@ def rebalance_orders(
     return sorted(sells, key=lambda o: o.stock_id) + buys
 
 
-def _position_block(
-    day: pd.Timestamp, account: Account, close: np.ndarray, column: Mapping[str, int]
-) -> PositionBlock:
-    symbols, shares, prices = account.marks(close, dict(column))
-    nav = account.cash + float(shares @ prices)
-    return PositionBlock(
-        date=day,
-        symbol=symbols,
-        shares=[account.holdings[s].shares for s in symbols],
-        shares_available=[account.holdings[s].available for s in symbols],
-        close=prices.tolist(),
-        weight=(shares * prices / nav).tolist(),
-    )
-
-
-def _order_row(day: pd.Timestamp, r: OrderRecord) -> OrderRow:
-    return OrderRow(
-        date=day,
-        symbol=r.symbol,
-        side=r.side,
-        requested_shares=r.requested_shares,
-        target_weight=r.target_weight,
-        filled_shares=r.filled_shares,
-        fill_price=r.fill_price,
-        cost=r.cost,
-        status=r.status,
-        reject_code=r.reject_code.value if r.reject_code else None,
-        message=r.message,
-        confidence=r.confidence,
-        reason=r.reason,
-    )
-
-
 def _step_row(
     day: pd.Timestamp,
     account: Account,
@@ -212,8 +185,8 @@ async def simulate(
         day = pd.Timestamp(panel.dates[t])
         nav = account.nav(marks[t], column)
         step = _step_row(day, account, nav, float(bench[t]), records, snapshot.nav, plan.decision)
-        held = _position_block(day, account, marks[t], column)
-        rows = [_order_row(day, r) for r in records]
+        held = position_block(day, account, marks[t], dict(column))
+        rows = [order_row(day, r) for r in records]
         info = {"targets": plan.targets, **plan.info}
         if journal is not None:
             line = journal_line(step, held, rows, account, records) | {"mandate": info}
