@@ -103,6 +103,8 @@ class Restored:
     orders: list[OrderRow] = field(default_factory=list)
     account: Account | None = None
     previous: tuple[OrderRecord, ...] = ()
+    lines: list[dict[str, Any]] = field(default_factory=list)
+    """The journal's completed lines as read (a benchmark's own fields included)."""
 
 
 def _plain(value: Any) -> Any:
@@ -171,7 +173,7 @@ def journal_line(
 def restore(journal: Journal | None) -> Restored:
     """The engine state after the journal's completed days (a fresh start without one)."""
     lines = journal.restore() if journal is not None else []
-    out = Restored(steps_done=len(lines))
+    out = Restored(steps_done=len(lines), lines=lines)
     for line in lines:
         out.steps.append(_from_json(StepRow, line["step"]))
         day = pd.Timestamp(line["step"][0])

@@ -164,7 +164,7 @@ async def simulate(
     marks = pd.DataFrame(panel.fields["close"]).ffill().to_numpy()
     bench = panel.index["close"]
     state = restore(journal)
-    infos = [line.get("mandate", {}) for line in journal.restore()] if journal else []
+    infos = [line.get("mandate", {}) for line in state.lines]
     account = state.account or Account(rules.initial_cash)
     steps, positions, orders = state.steps, state.positions, state.orders
     for i in range(state.steps_done, len(days)):
