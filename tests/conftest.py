@@ -82,3 +82,16 @@ def synth_dataset_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("synth") / "synth"
     synthesize(out, SynthConfig(seed=0))
     return out
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that starts a local model server runs on one xdist worker.
+
+    llama.cpp's threads spin while they wait; two servers on a 2-core machine starve each
+    other until a 2-second request takes minutes. `--dist loadgroup` (set in pyproject)
+    sends one group to one worker, so at most one server is busy at a time.
+    """
+    for item in items:
+        if item.get_closest_marker("local_llm") is not None:
+            item.add_marker(pytest.mark.xdist_group("local_model"))

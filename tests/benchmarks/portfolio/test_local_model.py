@@ -25,10 +25,13 @@ from tradebench.data import load_dataset
 from tradebench.llm.local import LocalServer, find_bundled_model, llama_cpp_available
 from tradebench.runs.spec import RunSpec
 
-pytestmark = pytest.mark.skipif(
-    not llama_cpp_available(),
-    reason="needs the local-llm extra (pip install -e '.[local-llm]'): llama-cpp-python",
-)
+pytestmark = [
+    pytest.mark.local_llm,
+    pytest.mark.skipif(
+        not llama_cpp_available(),
+        reason="needs the local-llm extra (pip install -e '.[local-llm]'): llama-cpp-python",
+    ),
+]
 
 
 def test_open_research_blinded_with_local_model(synth_dataset_dir: Path, tmp_path: Path) -> None:
