@@ -2,8 +2,9 @@
 
 Targets verifiers 0.3.x (`pip install 'tradebench[verifiers]'`), whose classic API
 (`vf.load_environment`, `vf.MultiTurnEnv`, `vf.Rubric`) lives in `verifiers.legacy`; 0.4
-dropped it for `verifiers.v1` tasksets. verifiers is imported only when an environment
-is built. Load it as `vf.load_environment("tradebench.integrations.verifiers_env", ...)`.
+dropped it for `verifiers.v1` tasksets (see `verifiers04_env`; both share
+`verifiers_core`). verifiers is imported only when an environment is built. Load it as
+`vf.load_environment("tradebench.integrations.verifiers_env", ...)`.
 
 One dataset row per task (symbol x window x persona). A rollout is multi-turn: the model
 answers each day's message with one JSON decision, unreadable replies get up to `nudges`
@@ -15,37 +16,36 @@ scores and guard counters are written to the rollout's `info["tradebench"]`.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 from typing import Any
 
-from tradebench.benchmarks.single_stock.agents import StepDecision
-from tradebench.benchmarks.single_stock.config import (
-    DEFAULT_WINDOW,
-    Persona,
-    PriceMode,
-    SingleStockOptions,
-    Task,
-    resolve_tasks,
-)
-from tradebench.benchmarks.single_stock.decision import UnreadableReply, parse_reply_text
-from tradebench.benchmarks.single_stock.episode import SingleStockEpisode, build_episode
-from tradebench.benchmarks.single_stock.prompt_files import PromptSet, load_prompts, nudge_text
-from tradebench.benchmarks.single_stock.scoring import score_episode
-from tradebench.benchmarks.single_stock.series import guard_totals, series_records
-from tradebench.data.dataset import Dataset, load_dataset
+from tradebench.benchmarks.single_stock.config import DEFAULT_WINDOW, Persona, PriceMode, Task
 from tradebench.errors import ConfigError
+from tradebench.integrations.verifiers_core import (
+    COMPONENTS,
+    INFO_KEY,
+    EnvSettings,
+    PendingStep,
+    build_settings,
+    episode_record,
+    on_reply,
+)
 from tradebench.masking import MaskLevel
 
 VERIFIERS_REQUIREMENT = "verifiers>=0.3.0,<0.4"
 ENV_ID = "tradebench.integrations.verifiers_env"
-INFO_KEY = "tradebench"
 TASK_KEY = "tradebench_task"  # not `task`: verifiers 0.3.1 reads info["task"] as its own
-COMPONENTS = ("cum_return", "sharpe", "stability", "discipline")
 END_MESSAGE = "The episode is over. Thank you."
 
-__all__ = ["ENV_ID", "VERIFIERS_REQUIREMENT", "EnvSettings", "load_environment"]
+__all__ = [
+    "ENV_ID",
+    "VERIFIERS_REQUIREMENT",
+    "EnvSettings",
+    "PendingStep",
+    "load_environment",
+    "on_reply",
+]
 
 
 def _verifiers() -> Any:
@@ -61,100 +61,16 @@ def _verifiers() -> Any:
     if major_minor != (0, 3):
         raise ConfigError(
             f"verifiers {vf.__version__} is installed; this adapter needs {VERIFIERS_REQUIREMENT}"
+            " (for 0.4 use the taskset `tradebench-single-stock`, docs/single_stock.md)"
         )
     return vf
-
-
-@dataclass(frozen=True)
-class EnvSettings:
-    """Everything a rollout needs to rebuild its episode from a dataset row."""
-
-    ds: Dataset
-    options: SingleStockOptions
-    prompts: PromptSet
-    mask: MaskLevel
-    seed: int
-
-    def episode(self, task: Task) -> SingleStockEpisode:
-        """A fresh episode of `task` whose daily messages ask for JSON replies."""
-        ident = f"verifiers_{task.persona}_{self.mask}_{task.cell}_s{self.seed}"
-        return build_episode(
-            self.ds, task, self.options, self.prompts, self.mask, self.seed, ident, "json"
-        )
-
-
-@dataclass
-class PendingStep:
-    """Counters of the decision being asked for (reset after each applied decision)."""
-
-    attempts: int = 0
-    nudges: int = 0
-    parse_failures: int = 0
-    empty_replies: int = 0
-
-
-@dataclass(frozen=True)
-class ReplyOutcome:
-    """What one model reply led to."""
-
-    message: str
-    """The next message to the model: a format nudge, the next day, or the end."""
-    applied: bool
-    """True when the reply settled the day's decision (the pending counters restart)."""
-
-
-def on_reply(
-    episode: SingleStockEpisode, pending: PendingStep, text: str, nudges: int
-) -> ReplyOutcome:
-    """Count one model reply into `pending` and apply the decision once it is settled.
-
-    A reply that holds no valid decision gets a nudge while nudges remain, else the step
-    becomes an invalid `hold`.
-    """
-    pending.attempts += 1
-    try:
-        args = parse_reply_text(text)
-    except UnreadableReply as exc:
-        pending.parse_failures += 1
-        pending.empty_replies += not (text or "").strip()
-        if pending.nudges < nudges:
-            pending.nudges += 1
-            return ReplyOutcome(nudge_text(episode.prompts, str(exc)), applied=False)
-        args = None
-    decision = StepDecision(
-        action=args.action if args else "hold",
-        valid=args is not None,
-        sent=args.action if args else None,
-        reason=args.reason if args else "",
-        confidence=args.confidence if args else None,
-        attempts=pending.attempts,
-        nudges=pending.nudges,
-        parse_failures=pending.parse_failures,
-        empty_replies=pending.empty_replies,
-    )
-    episode.apply(decision)
-    return ReplyOutcome(END_MESSAGE if episode.done else episode.context().user, applied=True)
 
 
 def finalize(state: Any) -> dict[str, Any]:
     """Score the rollout once (unanswered days count as invalid holds) into `info`."""
     info = state["info"]
-    if INFO_KEY in info and "scores" in info[INFO_KEY]:
-        return info[INFO_KEY]
-    episode: SingleStockEpisode = state["tb_episode"]
-    while not episode.done:
-        episode.apply(StepDecision(action="hold", valid=False))
-    series = episode.series()
-    ledger = episode.ledger()
-    scores = score_episode(ledger.earned, ledger.asset_log_returns, series["valid"].to_numpy())
-    info[INFO_KEY] = {
-        "task": episode.task.model_dump(mode="json"),
-        "prompt_sha256": episode.prompts.sha256,
-        "price_mode": episode.price_mode,
-        "series": series_records(series),
-        "scores": json.loads(scores.model_dump_json()),
-        "guards": guard_totals(series),
-    }
+    if INFO_KEY not in info or "scores" not in info[INFO_KEY]:
+        info[INFO_KEY] = episode_record(state["tb_episode"])
     return info[INFO_KEY]
 
 
@@ -196,7 +112,7 @@ def _env_class(vf: Any) -> type:
             outcome = on_reply(episode, state["tb_pending"], text, self.tb_settings.options.nudges)
             if outcome.applied:
                 state["tb_pending"] = PendingStep()
-            out = [vf.UserMessage(content=outcome.message)]
+            out = [vf.UserMessage(content=outcome.message or END_MESSAGE)]
             if episode.done:
                 finalize(state)
                 state["final_env_response"] = out
@@ -254,19 +170,20 @@ def load_environment(
     vf = _verifiers()
     from datasets import Dataset as HFDataset
 
-    defaults = SingleStockOptions()
-    options = SingleStockOptions(
+    settings, tasks = build_settings(
+        dataset,
         cells=cells,
-        symbols=symbols or [],
-        personas=personas or defaults.personas,
+        symbols=symbols,
+        personas=personas,
+        start=start,
+        end=end,
         episode_length=episode_length,
         nudges=nudges,
+        mask=mask,
+        seed=seed,
         price_mode=price_mode,
         prompt_version=prompt_version,
     )
-    settings = EnvSettings(load_dataset(dataset), options, load_prompts(prompt_version), mask, seed)
-    window = (date.fromisoformat(str(start)), date.fromisoformat(str(end)))
-    tasks = resolve_tasks(options, [window])
     steps = settings.episode(tasks[0]).total if tasks else 1
     rubric = vf.Rubric(
         funcs=[composite, *(_component(n) for n in COMPONENTS)],
