@@ -1,4 +1,4 @@
-"""`tradebench data`: import, export, synthesise and inspect datasets."""
+"""`tradebench data`: import, pull, export, synthesise and inspect datasets."""
 
 from __future__ import annotations
 
@@ -226,6 +226,106 @@ def export_cmd(
     )
 
 
+@app.command("pull")
+@exits_on_error
+def pull_cmd(
+    source: Annotated[str, typer.Option(help="akshare or baostock (A-shares), yfinance (US).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Dataset folder to write.")],
+    start: Annotated[str, typer.Option(help="First day (YYYY-MM-DD).")],
+    end: Annotated[str, typer.Option(help="Last day, inclusive (YYYY-MM-DD).")],
+    symbols: Annotated[
+        str | None,
+        typer.Option(help="Comma-separated codes (600519, sh.600519, SH600519) or tickers."),
+    ] = None,
+    members: Annotated[
+        str | None,
+        typer.Option(help="CN: pull an index's membership and its members' bars (csi300)."),
+    ] = None,
+    index: Annotated[
+        str | None, typer.Option(help="Benchmark index to pull: SH000300, ^GSPC, SPY, ...")
+    ] = None,
+    name: Annotated[str | None, typer.Option(help="Dataset name.")] = None,
+) -> None:
+    """Pull daily bars through akshare, baostock or yfinance into a dataset.
+
+    Raw prices with the source's adjustment factor, suspensions, and membership where
+    the source has it; every data problem is listed as a finding. Needs the `cn-data` or
+    `us-data` extra and a connection to the source.
+
+    Examples:
+
+      tradebench data pull --source baostock --members csi300 --index SH000300
+      --start 2023-01-01 --end 2024-12-31 -o data/cn-bs
+
+      tradebench data pull --source yfinance --symbols AAPL,MSFT --index SPY
+      --start 2020-01-01 --end 2024-12-31 -o data/us-yf
+    """
+    from tradebench.data.pull import PullRequest, pull_dataset
+    from tradebench.data.pull.common import SOURCES
+
+    if source not in SOURCES:
+        raise ConfigError(f"unknown --source {source!r}; use one of {', '.join(SOURCES)}")
+    wanted = tuple(s.strip() for s in symbols.split(",") if s.strip()) if symbols else ()
+    if not wanted and not members:
+        raise ConfigError("name what to pull: --symbols A,B,... or --members csi300")
+    request = PullRequest(
+        source=source,  # type: ignore[arg-type]
+        out=out,
+        start=_day(start, "--start"),
+        end=_day(end, "--end"),
+        symbols=wanted,
+        members=members,
+        index=index,
+        name=name,
+    )
+    with console.status(f"pulling from {source} ..."):
+        manifest = pull_dataset(request)
+    console.print(f"wrote dataset [bold]{out}[/] ({manifest.n_bars:,} bars from {source})")
+    _render_info(out)
+
+
+@app.command("export-hf")
+@exits_on_error
+def export_hf_cmd(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder: writes OUT/mcq, OUT/runs.")],
+    mcq: Annotated[
+        list[Path] | None, typer.Option("--mcq", help="MCQ question file (JSONL); repeatable.")
+    ] = None,
+    run: Annotated[
+        list[Path] | None, typer.Option("--run", help="Run folder (its summary); repeatable.")
+    ] = None,
+    push: Annotated[
+        str | None,
+        typer.Option(help="Also push to this Hub repository (token from HF_TOKEN only)."),
+    ] = None,
+    public: Annotated[bool, typer.Option(help="Create the Hub repository public.")] = False,
+) -> None:
+    """Export MCQ sets and run summaries as Hugging Face datasets (save_to_disk).
+
+    Each kind is one dataset (`datasets.load_from_disk(OUT/mcq)`); with --push each goes
+    to the repository as a config (`mcq`, `runs`). The schema is in docs/datasets.md.
+
+    Example:
+
+      tradebench data export-hf --mcq questions.jsonl --run runs/demo -o hf/
+    """
+    from tradebench.data.exporters.hf import HFExport, export_hf
+
+    result = export_hf(
+        HFExport(
+            out=out,
+            mcq_files=tuple(mcq or ()),
+            run_dirs=tuple(run or ()),
+            push=push,
+            private=not public,
+        )
+    )
+    for kind, folder in result.folders.items():
+        console.print(f"wrote [bold]{folder}[/] ({result.rows[kind]:,} rows, {kind})")
+    if result.pushed_to:
+        console.print(f"pushed to https://huggingface.co/datasets/{result.pushed_to}")
+
+
 @app.command()
 @exits_on_error
 def synth(
@@ -261,6 +361,15 @@ def _market(value: str) -> Market:
     if value not in ("cn", "us"):
         raise ConfigError(f"unknown --market {value!r}; use cn or us")
     return value  # type: ignore[return-value]
+
+
+def _day(value: str, option: str) -> str:
+    from datetime import date
+
+    try:
+        return date.fromisoformat(value).isoformat()
+    except ValueError:
+        raise ConfigError(f"{option} {value!r} is not a date; write YYYY-MM-DD") from None
 
 
 def _prices(value: str) -> Literal["adjusted", "raw"]:
