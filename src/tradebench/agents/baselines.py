@@ -8,7 +8,7 @@ from typing import Protocol
 import numpy as np
 
 from tradebench.agents.protocol import AGENTS, Decision, StepInfo
-from tradebench.agents.sizing import Rounding, rebalance_orders
+from tradebench.agents.sizing import Rounding, rebalance_columns
 from tradebench.market.ledger import AccountSnapshot
 from tradebench.market.orders import Action
 from tradebench.view import MarketView
@@ -22,7 +22,7 @@ def tradable_members(view: MarketView) -> np.ndarray:
 
 def is_rebalance_day(view: MarketView, account: AccountSnapshot, every: int) -> bool:
     """Stateless schedule: every `every` trading days on the calendar, or when all cash."""
-    return view.t % max(every, 1) == 0 or not account.positions
+    return view.t % max(every, 1) == 0 or not account.symbols
 
 
 class Sizing(Protocol):
@@ -39,9 +39,8 @@ def equal_weight_decision(
     """Orders that hold `cols` at (1 - cash buffer) / n each; no orders for no columns."""
     if cols.size == 0:
         return Decision(action=Action())
-    w = (1.0 - sizing.cash_buffer) / cols.size
-    targets = {str(view.symbols[c]): w for c in cols}
-    orders = rebalance_orders(targets, view, account, sizing.lot_size, sizing.rounding)
+    weights = np.full(cols.size, (1.0 - sizing.cash_buffer) / cols.size)
+    orders = rebalance_columns(cols, weights, view, account, sizing.lot_size, sizing.rounding)
     return Decision(action=Action(orders=orders, overall_reason=why))
 
 

@@ -17,7 +17,7 @@ from typing import Literal
 
 import numpy as np
 
-from tradebench.market.ledger import Account
+from tradebench.market.ledger import Account, Book
 
 STOCK_THRESHOLD = 0.10
 
@@ -40,24 +40,33 @@ def distribute(
     factor_now: np.ndarray,
     prev_close: np.ndarray,
     column: dict[str, int],
+    book: Book | None = None,
 ) -> list[Distribution]:
-    """Credit every holding's distribution for the day (factor step T-1 -> T)."""
+    """Credit every holding's distribution for the day (factor step T-1 -> T).
+
+    The factor steps of the whole book are one array pass; only the few holdings with an
+    ex-date are credited one by one, in symbol order. `book`: `account.book(column)` when
+    already read (the account unchanged since).
+    """
+    book = book or account.book(column)
+    prev = factor_prev[book.cols]
+    ratios = np.divide(
+        factor_now[book.cols], prev, out=np.full(prev.shape, np.nan), where=prev != 0
+    )
+    closes = prev_close[book.cols]
+    paying = np.isfinite(ratios) & (ratios > 1 + 1e-9) & (closes > 0)
     out = []
-    for symbol, holding in sorted(account.holdings.items()):
-        col = column[symbol]
-        ratio = float(factor_now[col] / factor_prev[col])
-        close = float(prev_close[col])
-        if not (math.isfinite(ratio) and ratio > 1 + 1e-9 and close > 0):
-            continue
-        value = holding.shares * close * (1 - 1 / ratio)
+    for k in np.flatnonzero(paying).tolist():
+        symbol, shares = book.symbols[k], int(book.shares[k])
+        ratio, close = float(ratios[k]), float(closes[k])
+        value = shares * close * (1 - 1 / ratio)
         if ratio - 1 <= STOCK_THRESHOLD:
             account.cash += value
             out.append(Distribution(symbol, "cash", value, 0, value))
             continue
-        new = math.floor(holding.shares * (ratio - 1) + 1e-9)
+        new = math.floor(shares * (ratio - 1) + 1e-9)
         rest = value - new * close / ratio
-        holding.shares += new
-        holding.available += new
+        account.credit_shares(symbol, new)
         account.cash += rest
         out.append(Distribution(symbol, "shares", rest, new, value))
     return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -44,6 +45,17 @@ class Order(BaseModel):
         if (self.target_weight is None) == (self.shares is None):
             raise ValueError("give exactly one of target_weight or shares")
         return self
+
+
+@lru_cache(maxsize=16_384)
+def shares_order(stock_id: str, side: Side, shares: int) -> Order:
+    """`Order(stock_id=..., side=..., shares=...)`, validated once per distinct triple.
+
+    Orders are frozen values, so one instance can serve every step that sends the same
+    order; a rebalancing baseline repeats the same small trades (8,517 orders, 808
+    distinct, in the daily equal-weight job), and validation is most of their cost.
+    """
+    return Order(stock_id=stock_id, side=side, shares=shares)
 
 
 class Action(BaseModel):

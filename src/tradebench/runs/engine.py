@@ -20,9 +20,10 @@ from tradebench.agents.protocol import Agent, Decision, StepInfo
 from tradebench.data.dataset import Dataset
 from tradebench.data.panel import Panel
 from tradebench.errors import ConfigError
-from tradebench.market.broker import DayQuotes, ExecutionContext, execute_orders
+from tradebench.features.style import member_masks
+from tradebench.market.broker import DayQuotes, ExecutionContext, Universe, execute_orders
 from tradebench.market.distributions import distribute
-from tradebench.market.ledger import Account, Holding
+from tradebench.market.ledger import Account, Book, Holding
 from tradebench.market.orders import OrderRecord, RejectCode
 from tradebench.market.rules import MarketRules
 from tradebench.runs.journal import Journal
@@ -212,11 +213,14 @@ async def run_backtest(
     account = state.account or Account(rules.initial_cash)
     steps, positions, orders = state.steps, state.positions, state.orders
     previous = state.previous
+    column = panel.column_map
+    members = member_masks(panel, days[state.steps_done :])
     for i in range(state.steps_done, len(days)):
         t = days[i]
         account.unlock()
         view = MarketView(panel, panel.dates[t], market=dataset.market)
-        snapshot = account.snapshot(marks[t - 1], panel.column_map)
+        book = account.book(column)
+        snapshot = account.snapshot(marks[t - 1], column, book)
         info = StepInfo(
             index=i + 1,
             total=len(days),
@@ -226,25 +230,19 @@ async def run_backtest(
             bench_return=float(bench[t - 1] / bench_start - 1),
         )
         decision = await agent.decide(view, snapshot, info)
-        paid = distribute(
-            account,
-            panel.fields["adj_factor"][t - 1],
-            panel.fields["adj_factor"][t],
-            marks[t - 1],
-            panel.column_map,
-        )
-        universe = frozenset(view.members().tolist())
+        factors = panel.fields["adj_factor"]
+        paid = distribute(account, factors[t - 1], factors[t], marks[t - 1], column, book)
+        universe = Universe(members[i - state.steps_done], column)
         ctx = ExecutionContext(rules=rules, nav_prev=snapshot.nav, universe=universe)
         records = execute_orders(
             list(decision.action.orders), account, day_quotes(panel, t, marks), ctx
         )
         day = pd.Timestamp(panel.dates[t])
-        credited = sum(
-            d.cash + d.shares * float(marks[t][panel.column_map[d.symbol]]) for d in paid
-        )
-        step = _step_row(day, account, marks[t], panel, t, decision, records, snapshot.nav)
+        credited = sum(d.cash + d.shares * float(marks[t][column[d.symbol]]) for d in paid)
+        book = account.book(column)
+        step = _step_row(day, account, marks[t], panel, t, decision, records, snapshot.nav, book)
         step.distributions = credited
-        held = position_block(day, account, marks[t], panel.column_map)
+        held = position_block(day, account, marks[t], column, book)
         order_rows = [order_row(day, r, _sent(decision, k)) for k, r in enumerate(records)]
         if journal is not None:
             line = journal_line(step, held, order_rows, account, records)
@@ -292,11 +290,12 @@ def _step_row(
     decision: Decision,
     records: list[OrderRecord],
     nav_prev: float,
+    book: Book | None = None,
 ) -> StepRow:
     traded = sum(r.filled_shares * (r.fill_price or 0.0) for r in records)
     return StepRow(
         date=day,
-        nav=account.nav(close, panel.column_map),
+        nav=account.nav(close, panel.column_map, book),
         cash=account.cash,
         benchmark_close=float(panel.index["close"][t]),
         n_orders=len(records),
@@ -316,20 +315,29 @@ def _step_row(
 
 
 def position_block(
-    day: pd.Timestamp, account: Account, close: np.ndarray, column: dict[str, int]
+    day: pd.Timestamp,
+    account: Account,
+    close: np.ndarray,
+    column: dict[str, int],
+    book: Book | None = None,
 ) -> PositionBlock:
-    """The account's holdings at a day's close as one `positions.parquet` block."""
-    symbols, shares, prices = account.marks(close, column)
+    """The account's holdings at a day's close as one `positions.parquet` block (`book`:
+    `account.book(column)` when already read)."""
+    book = book or account.book(column)
+    shares, prices = book.shares.astype(np.float64), close[book.cols]
     nav = account.cash + float(shares @ prices)
-    holdings = [account.holdings[s] for s in symbols]
     return PositionBlock(
         date=day,
-        symbol=symbols,
-        shares=[h.shares for h in holdings],
-        shares_available=[h.available for h in holdings],
+        symbol=book.symbols,
+        shares=book.shares.tolist(),
+        shares_available=book.available.tolist(),
         close=prices.tolist(),
         weight=(shares * prices / nav).tolist(),
     )
+
+
+_CODE_TEXT = {code: code.value for code in RejectCode}
+"""Each refusal code's text (an enum's `.value` is a slow descriptor on a hot path)."""
 
 
 def order_row(day: pd.Timestamp, r: OrderRecord, sent: str | None = None) -> OrderRow:
@@ -344,7 +352,7 @@ def order_row(day: pd.Timestamp, r: OrderRecord, sent: str | None = None) -> Ord
         fill_price=r.fill_price,
         cost=r.cost,
         status=r.status,
-        reject_code=r.reject_code.value if r.reject_code else None,
+        reject_code=_CODE_TEXT[r.reject_code] if r.reject_code else None,
         message=r.message,
         confidence=r.confidence,
         reason=r.reason,
@@ -362,7 +370,7 @@ def _with_outcomes(orders: pd.DataFrame, panel: Panel) -> pd.DataFrame:
         return orders
     day = orders["date"].to_numpy().astype("datetime64[D]")
     t = np.searchsorted(panel.dates, day)
-    cols = np.array([panel.column(s) for s in orders["symbol"]])
+    cols = pd.Index(panel.symbols).get_indexer(orders["symbol"])
     adj = panel.adjusted["adj_close"]
     ok = (t + 1 < len(panel.dates)) & (cols >= 0) & (orders["filled_shares"].to_numpy() > 0)
     t1 = np.minimum(t + 1, len(panel.dates) - 1)
