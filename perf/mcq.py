@@ -4,7 +4,8 @@ Two measurements, each repeated and reported as the median:
 - in process: bars load, build (with the JSONL write) and check (re-reading the file and
   the bars), plus the set's properties (checker agreement, distractor distances, letters);
 - whole processes, as a user runs them: `tradebench mcq build --all-templates` then
-  `tradebench mcq check`, start-up and imports included.
+  `tradebench mcq check`, start-up and imports included: wall and CPU seconds (CPU is less
+  sensitive to other work on a shared machine) and the peak memory of the larger process.
 
 A ratio against another implementation is printed only when that implementation ran in the
 same invocation: pass `--public-build CMD` and `--public-check CMD` (shell commands that
@@ -19,12 +20,14 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 import shlex
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from tradebench.benchmarks.mcq.bars import resolve
@@ -63,12 +66,44 @@ def in_process(source: Path) -> tuple[dict[str, float], object, object]:
     return {"load": t1 - t0, "build": t2 - t1, "check": t3 - t2}, result, report
 
 
-def _timed(commands: list[str]) -> float:
-    """Wall time of shell commands run one after the other (each must succeed)."""
+@dataclass(frozen=True)
+class ProcessRun:
+    """Whole-process cost of commands run one after the other (each must succeed)."""
+
+    wall_s: float
+    cpu_s: float
+    """User + system seconds of the processes and everything they waited for."""
+    peak_mb: float
+    """The largest peak resident set of any one process (MiB)."""
+
+
+def _timed(commands: list[str]) -> ProcessRun:
+    """Wall, CPU and peak memory of shell commands run in turn (`exec`: no extra shell)."""
     start = time.perf_counter()
+    cpu, peak = 0.0, 0.0
     for command in commands:
-        subprocess.run(command, shell=True, check=True, capture_output=True)
-    return time.perf_counter() - start
+        proc = subprocess.Popen(
+            ["/bin/sh", "-c", f"exec {command}"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+        if proc.returncode != 0:
+            sys.exit(f"command failed ({proc.returncode}): {command}\n{err[-2000:]}")
+        cpu += usage.ru_utime + usage.ru_stime
+        peak = max(peak, usage.ru_maxrss / 1024)
+    return ProcessRun(time.perf_counter() - start, cpu, peak)
+
+
+def _median(runs: list[ProcessRun]) -> ProcessRun:
+    """Field-wise medians of repeated runs."""
+    return ProcessRun(
+        statistics.median(r.wall_s for r in runs),
+        statistics.median(r.cpu_s for r in runs),
+        statistics.median(r.peak_mb for r in runs),
+    )
 
 
 def ours(source: Path, out: Path) -> list[str]:
@@ -93,12 +128,17 @@ def main() -> None:
     runs = [in_process(args.bars) for _ in range(args.repeats)]
     phases = {k: statistics.median(r[0][k] for r in runs) for k in ("load", "build", "check")}
     _, result, report = runs[-1]
+    mine_runs: list[ProcessRun] = []
+    public_runs: list[ProcessRun] = []
     with tempfile.TemporaryDirectory() as tmp:
-        mine = statistics.median(_timed(ours(args.bars, Path(tmp))) for _ in range(args.repeats))
-        public = None
+        public_cmds = None
         if args.public_build and args.public_check:
-            cmds = [c.replace("{out}", tmp) for c in (args.public_build, args.public_check)]
-            public = statistics.median(_timed(cmds) for _ in range(args.repeats))
+            public_cmds = [c.replace("{out}", tmp) for c in (args.public_build, args.public_check)]
+        for _ in range(args.repeats):  # interleaved, so both sides see the same load
+            mine_runs.append(_timed(ours(args.bars, Path(tmp))))
+            if public_cmds:
+                public_runs.append(_timed(public_cmds))
+    mine = _median(mine_runs)
     n = args.repeats
     print(f"in process, median of {n}:")
     print(f"  bars load                    {phases['load']:6.2f} s")
@@ -112,12 +152,24 @@ def main() -> None:
     )
     total = sum(phases.values())
     print(f"  load + build + check         {total:6.2f} s")
-    print(f"whole processes (mcq build, then mcq check), median of {n}: {mine:6.2f} s")
-    if public is None:
+    print(f"whole processes (mcq build, then mcq check), median of {n}:")
+    print(
+        f"  tradebench                   {mine.wall_s:6.2f} s wall  {mine.cpu_s:6.2f} s cpu  "
+        f"peak {mine.peak_mb:5.0f} MB"
+    )
+    if not public_runs:
         print("  no other implementation ran in this invocation: no ratio (see --public-build)")
     else:
-        ratio = public / mine
-        print(f"  the other implementation, same questions: {public:6.2f} s -> {ratio:.1f}x")
+        public = _median(public_runs)
+        print(
+            f"  the other implementation     {public.wall_s:6.2f} s wall  {public.cpu_s:6.2f} s "
+            f"cpu  peak {public.peak_mb:5.0f} MB"
+        )
+        print(
+            f"  ratio (other / tradebench)   {public.wall_s / mine.wall_s:6.1f}x wall  "
+            f"{public.cpu_s / mine.cpu_s:6.1f}x cpu"
+        )
+    print(f"machine load (1 min)           {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
     st = distractor_stats(result.records)
     print(
         f"checker agreement              {len(report.verdicts) - len(report.failures)}"

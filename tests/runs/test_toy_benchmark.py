@@ -110,7 +110,7 @@ def test_toy_benchmark_runs_resumes_and_reports(synth_dataset_dir: Path, tmp_pat
         assert len(server.requests) == 2 * 6  # the resumed model steps came from the cache
     for name in ("m_s1", "up_s0"):
         a, b = tmp_path / "a" / "episodes" / name, tmp_path / "b" / "episodes" / name
-        for file in ("progress.jsonl", "trace.jsonl", "metrics.json", "episode.json"):
+        for file in ("progress.jsonl", "trace.jsonl.zst", "metrics.json", "episode.json"):
             assert (a / file).read_bytes() == (b / file).read_bytes(), (name, file)
     summary = pd.read_parquet(tmp_path / "b" / "summary.parquet").set_index("episode_id")
     assert summary.loc["m_s0", "kind"] == "llm" and summary.loc["up_s1", "n_steps"] == 0

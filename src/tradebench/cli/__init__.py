@@ -1,29 +1,88 @@
 """`tradebench` command line: a thin typer app; every verb calls one library function.
 
 The only package that imports typer: one module per command group (`data`, `llm`, `mcq`,
-`probe`) or verb (`run`, `report`, `attribute`), composed here. Library functions stay
-callable from Python without it.
+`probe`) or verb (`run`, `report`, `attribute`, `demo`), registered below by import path
+and loaded on first use (`cli/lazy.py`), so `tradebench --help` and an argument error
+import only typer, rich and the verb at hand. Library functions stay callable from Python
+without it.
+
+Adding a verb: one `Verb(name, "tradebench.cli.module:attribute", summary)` line in
+`VERBS`, where the attribute is a `typer.Typer` or a command function and the summary is the
+first paragraph of its help (tests/test_cli_imports.py checks they agree).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated
-
 import typer
 
-from tradebench.cli.attribute import attribute as attribute_cmd
-from tradebench.cli.data import app as data_app
-from tradebench.cli.kit import console, exits_on_error, show_warnings
-from tradebench.cli.llm import app as llm_app
-from tradebench.cli.mcq import app as mcq_app
-from tradebench.cli.probe import app as probe_app
-from tradebench.cli.report import report as report_cmd
-from tradebench.cli.run import backtest as backtest_cmd
-from tradebench.cli.run import run as run_cmd
+from tradebench.cli.kit import show_warnings
+from tradebench.cli.lazy import Verb, lazy_group
+
+VERBS = (
+    Verb(
+        "backtest",
+        "tradebench.cli.run:backtest",
+        "Backtest one agent under the dataset market's rules and write the run folder.",
+    ),
+    Verb(
+        "run",
+        "tradebench.cli.run:run",
+        "Run a spec's whole grid (agents x modes x masks x seeds x windows) into a run folder.",
+    ),
+    Verb(
+        "report",
+        "tradebench.cli.report:report",
+        "Write RUN_DIR/report.html: equity curves, metric panel, mode x mask matrix, "
+        "rejections, tokens and cost, sampled rationales (plotly embedded, no network).",
+    ),
+    Verb(
+        "leaderboard",
+        "tradebench.cli.leaderboard:leaderboard",
+        "Rank agents across run folders: seed means with intervals, paired differences "
+        "against equal weight and the index, tie-aware ranks, knowledge-cutoff split, MCQ "
+        "accuracy per tier.",
+    ),
+    Verb(
+        "attribute",
+        "tradebench.cli.attribute:attribute",
+        "Decompose each episode's daily return into Common + Style + Selection + Trading.",
+    ),
+    Verb(
+        "baselines",
+        "tradebench.cli.baselines:app",
+        "Factor-model baselines: train them once into the model cache, list them.",
+    ),
+    Verb(
+        "demo",
+        "tradebench.cli.demo:demo",
+        "Run the offline demo: baselines (and a model) on the synthetic A-share market.",
+    ),
+    Verb(
+        "data",
+        "tradebench.cli.data:app",
+        "Create and inspect datasets (a folder of Parquet tables plus manifest.json).",
+    ),
+    Verb(
+        "llm",
+        "tradebench.cli.llm:app",
+        "Talk to models: ping an endpoint, serve a small local model.",
+    ),
+    Verb(
+        "mcq",
+        "tradebench.cli.mcq:app",
+        "Backtest-comprehension MCQs: questions from real backtrader backtests, each answer "
+        "proved by an independent re-run; model evaluation and LLM question mining.",
+    ),
+    Verb(
+        "probe",
+        "tradebench.cli.probe:app",
+        "De-anonymisation probe: can attackers recover tickers and dates from masked payloads?",
+    ),
+)
 
 app = typer.Typer(
     name="tradebench",
+    cls=lazy_group(VERBS),
     help=(
         "Evaluate LLM trading agents honestly: point-in-time data, identity/date masking, "
         "real market rules.\n\nStart with `tradebench demo`, then `tradebench data --help`."
@@ -37,76 +96,3 @@ app = typer.Typer(
 def _setup() -> None:
     """Library warnings (a window the data does not cover, retried faults) reach the screen."""
     show_warnings()
-
-
-app.add_typer(data_app, name="data")
-app.command("backtest")(backtest_cmd)
-app.command("run")(run_cmd)
-app.command("report")(report_cmd)
-app.command("attribute")(attribute_cmd)
-app.add_typer(llm_app, name="llm")
-app.add_typer(mcq_app, name="mcq")
-app.add_typer(probe_app, name="probe")
-
-
-@app.command()
-@exits_on_error
-def demo(
-    out: Annotated[Path, typer.Option("--out", "-o", help="Run folder of the demo.")] = Path(
-        "tradebench-demo"
-    ),
-    seed: Annotated[int, typer.Option(help="Seed of the synthetic market.")] = 0,
-    model: Annotated[
-        str | None,
-        typer.Option(help="Also run a model, e.g. openai:gpt-4.1-mini (key from the env)."),
-    ] = None,
-    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible server URL.")] = None,
-    local_model: Annotated[
-        bool, typer.Option(help="Use the bundled local model when its extra is installed.")
-    ] = True,
-    port: Annotated[
-        int | None,
-        typer.Option(help="Port of the bundled model's server on 127.0.0.1 (default: free)."),
-    ] = None,
-) -> None:
-    """Run the offline demo: baselines (and a model) on the synthetic A-share market.
-
-    Writes a run folder with a self-contained report.html. No network or API key needed
-    unless --model names a hosted model.
-    """
-    from rich.table import Table
-
-    from tradebench.demo import DemoOptions, run_demo
-
-    result = run_demo(
-        DemoOptions(
-            out=out,
-            seed=seed,
-            model=model,
-            base_url=base_url,
-            local_model=local_model,
-            port=port,
-        )
-    )
-    table = Table(title="demo episodes (synthetic market, 2022-03-01 .. 2022-03-29)")
-    for col in ("agent", "mode", "mask", "steps", "total return", "sharpe", "cash ratio"):
-        table.add_column(col, overflow="fold")
-    for row in result.summary.itertuples():
-        table.add_row(
-            row.agent,
-            row.mode,
-            row.mask,
-            f"{row.n_steps:.0f}",
-            f"{row.total_return:+.2%}",
-            f"{row.sharpe:.2f}",
-            f"{row.cash_ratio:.2f}",
-        )
-    console.print(table)
-    if len(result.activity):
-        acts = Table(title=f"what {result.model} did (model episodes)")
-        for col in result.activity.columns:
-            acts.add_column(col.replace("_", " "), overflow="fold")
-        for row in result.activity.itertuples(index=False):
-            acts.add_row(*(str(v) for v in row))
-        console.print(acts)
-    console.print(f"report: [bold]{result.report}[/]")

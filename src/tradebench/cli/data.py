@@ -309,7 +309,7 @@ def export_hf_cmd(
 
       tradebench data export-hf --mcq questions.jsonl --run runs/demo -o hf/
     """
-    from tradebench.data.exporters.hf import HFExport, export_hf
+    from tradebench.integrations.hf_datasets import HFExport, export_hf
 
     result = export_hf(
         HFExport(

@@ -88,7 +88,16 @@ MaxCostUsd = Annotated[
     typer.Option(
         "--max-cost-usd",
         min=0.0,
-        help="Budget: cap on estimated cost in USD; needs a --price for every model.",
+        help="Budget: cap on estimated cost in USD; every model needs a price (genai-prices "
+        "or --price) unless --allow-unknown-price.",
+    ),
+]
+AllowUnknownPrice = Annotated[
+    bool,
+    typer.Option(
+        "--allow-unknown-price",
+        help="Budget: run under --max-cost-usd even when a model has no price (its cost is "
+        "reported as unknown and is not capped).",
     ),
 ]
 AllowWeakSandbox = Annotated[
@@ -103,15 +112,20 @@ Prices = Annotated[
     list[str] | None,
     typer.Option(
         "--price",
-        help="USD per million tokens, provider:model=INPUT,OUTPUT; repeat per model.",
+        help="USD per million tokens, provider:model=INPUT,OUTPUT; repeat per model. "
+        "Overrides genai-prices, the default source.",
     ),
 ]
 
 
 def budget_config(
-    max_tokens: int | None, max_cost_usd: float | None, prices: list[str] | None
+    max_tokens: int | None,
+    max_cost_usd: float | None,
+    prices: list[str] | None,
+    allow_unknown_price: bool = False,
 ) -> BudgetConfig:
-    """The budget of a command from its --max-tokens, --max-cost-usd and --price options.
+    """The budget of a command from its --max-tokens, --max-cost-usd, --price and
+    --allow-unknown-price options.
 
     Raises:
         ConfigError: A --price is not `provider:model=INPUT,OUTPUT`.
@@ -131,4 +145,9 @@ def budget_config(
                 f"--price {item!r} is not provider:model=INPUT,OUTPUT "
                 "(USD per million tokens, e.g. openai:gpt-4.1-mini=0.4,1.6)"
             ) from None
-    return BudgetConfig(max_tokens=max_tokens, max_cost_usd=max_cost_usd, prices=table)
+    return BudgetConfig(
+        max_tokens=max_tokens,
+        max_cost_usd=max_cost_usd,
+        prices=table,
+        allow_unknown_price=allow_unknown_price,
+    )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Annotated
 
@@ -28,6 +27,8 @@ def ping(
     timeout: Annotated[float, typer.Option(help="Per-attempt timeout, seconds")] = 60.0,
 ) -> None:
     """One forced tool-call round trip; exits 1 unless a valid tool call came back."""
+    import asyncio
+
     from tradebench.llm.ping import ping_model
     from tradebench.llm.retry import RetryPolicy
     from tradebench.llm.types import ModelConfig

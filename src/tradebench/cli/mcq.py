@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, get_args
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from tradebench.cli.kit import (
+    AllowUnknownPrice,
     AllowWeakSandbox,
     MaxCostUsd,
     MaxTokens,
@@ -22,6 +22,8 @@ from tradebench.cli.kit import (
 from tradebench.errors import ConfigError
 
 if TYPE_CHECKING:
+    from rich.progress import Progress
+
     from tradebench.benchmarks.mcq.build.builder import BuildResult
     from tradebench.benchmarks.mcq.config import DataRef
     from tradebench.benchmarks.mcq.eval.run import EvalOutcome
@@ -36,6 +38,9 @@ app = typer.Typer(
 
 
 def _progress() -> Progress:
+    """The transient bar of a long build or check (rich.progress loads only here)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -256,6 +261,7 @@ def eval_cmd(
     max_tokens: MaxTokens = None,
     max_cost_usd: MaxCostUsd = None,
     price: Prices = None,
+    allow_unknown_price: AllowUnknownPrice = False,
 ) -> None:
     """Evaluate models on a question file: accuracy per tier over K runs, tokens, time.
 
@@ -287,7 +293,7 @@ def eval_cmd(
         sandbox_timeout_s=sandbox_timeout,
         allow_weak_sandbox=allow_weak_sandbox,
         cache_mode=cache_mode,  # type: ignore[arg-type]
-        budget=budget_config(max_tokens, max_cost_usd, price),
+        budget=budget_config(max_tokens, max_cost_usd, price, allow_unknown_price),
     )
     outcome = run_eval(path, spec, out, limit=limit, report=report)
     _render_eval(outcome)
@@ -366,6 +372,7 @@ def mine_cmd(
     max_tokens: MaxTokens = None,
     max_cost_usd: MaxCostUsd = None,
     price: Prices = None,
+    allow_unknown_price: AllowUnknownPrice = False,
 ) -> None:
     """Mine questions: an LLM writes each with the code that keys it; solvers filter them.
 
@@ -409,7 +416,7 @@ def mine_cmd(
         history=history,
         data=data,
         cache_mode=cache_mode,  # type: ignore[arg-type]
-        budget=budget_config(max_tokens, max_cost_usd, price),
+        budget=budget_config(max_tokens, max_cost_usd, price, allow_unknown_price),
     )
     outcome = run_mine(spec, out)
     _render_mine(outcome)

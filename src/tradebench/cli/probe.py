@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from tradebench.cli.kit import (
+    AllowUnknownPrice,
     MaxCostUsd,
     MaxTokens,
     Prices,
@@ -121,6 +122,7 @@ def run(
     max_tokens: MaxTokens = None,
     max_cost_usd: MaxCostUsd = None,
     price: Prices = None,
+    allow_unknown_price: AllowUnknownPrice = False,
 ) -> None:
     """Attack the probe set with one attacker; write scored Parquet results to OUT.
 
@@ -149,7 +151,7 @@ def run(
         limit=limit,
         dataset=dataset,
         bars=bars,
-        budget=budget_config(max_tokens, max_cost_usd, price),
+        budget=budget_config(max_tokens, max_cost_usd, price, allow_unknown_price),
     )
     outcome = run_attack(probes, out, config)
     console.print(

@@ -7,7 +7,13 @@ from typing import Annotated
 
 import typer
 
-from tradebench.cli.kit import MaxCostUsd, MaxTokens, console, exits_on_error
+from tradebench.cli.kit import (
+    AllowUnknownPrice,
+    MaxCostUsd,
+    MaxTokens,
+    console,
+    exits_on_error,
+)
 from tradebench.errors import ConfigError
 
 
@@ -91,6 +97,7 @@ def run(
     out: Annotated[Path, typer.Option("--out", "-o", help="Run folder (rerun to resume).")],
     max_tokens: MaxTokens = None,
     max_cost_usd: MaxCostUsd = None,
+    allow_unknown_price: AllowUnknownPrice = False,
     add_cells: Annotated[
         bool,
         typer.Option(
@@ -99,6 +106,22 @@ def run(
             "new cells into the existing folder.",
         ),
     ] = False,
+    executor: Annotated[
+        str | None,
+        typer.Option(
+            "--executor",
+            help="local (default: a process pool and one event loop) or ray (a Ray cluster; "
+            "needs the ray extra); overrides the spec's `executor`.",
+        ),
+    ] = None,
+    address: Annotated[
+        str | None,
+        typer.Option(
+            "--address",
+            help="Ray cluster address (HOST:6379, from `ray start --head`) for --executor ray; "
+            "default RAY_ADDRESS, else a local one-node cluster.",
+        ),
+    ] = None,
 ) -> None:
     """Run a spec's whole grid (agents x modes x masks x seeds x windows) into a run folder.
 
@@ -110,7 +133,8 @@ def run(
     rerunning (with a higher cap) continues. Each model agent in the spec may set
     `timeout_s` (per-attempt HTTP timeout, default 120) and `max_attempts` (attempts per
     request, default 6); the 429s, 5xx, timeouts and dropped connections met, the retries
-    and the seconds of backoff are recorded per step and per episode.
+    and the seconds of backoff are recorded per step and per episode. --executor ray runs
+    the same episodes on a Ray cluster (docs/scale.md) with the same results.
     """
     import asyncio
 
@@ -123,8 +147,16 @@ def run(
     loaded = RunSpec.load(spec)
     caps = {"max_tokens": max_tokens, "max_cost_usd": max_cost_usd}
     caps = {k: v for k, v in caps.items() if v is not None}
+    if allow_unknown_price:
+        caps["allow_unknown_price"] = True
     if caps:
         loaded = loaded.model_copy(update={"budget": loaded.budget.model_copy(update=caps)})
+    if executor is not None:
+        if executor not in ("local", "ray"):
+            raise ConfigError(f"--executor {executor!r}: use local or ray")
+        loaded = loaded.model_copy(update={"executor": executor})
+    if address is not None and loaded.executor != "ray":
+        raise ConfigError("--address is for the Ray executor: add --executor ray")
     loaded.options_as(get_benchmark(loaded.benchmark).options_model)  # fail before starting
     for line in loaded.sampling_warnings():
         console.print(f"warning: {line}", highlight=False)
@@ -144,13 +176,15 @@ def run(
                 task,
                 completed=p.episodes_done,
                 total=p.episodes_total,
-                extra=f"steps {p.steps_done:,}  tokens {p.tokens:,}",
+                extra=f"{p.by_state()}  steps {p.steps_done:,}  tokens {p.tokens:,}",
             )
 
         counters.listeners.append(show)
-        summary = asyncio.run(run_spec(loaded, out, counters, add_cells))
+        summary = asyncio.run(run_spec(loaded, out, counters, add_cells, address))
     console.print(
         f"{counters.episodes_done}/{counters.episodes_total} episodes, "
         f"{counters.steps_done:,} steps, {counters.tokens:,} tokens"
     )
+    if counters.retries:
+        console.print(f"{len(counters.retries)} episode(s) retried after a lost worker")
     console.print(f"summary: [bold]{summary}[/]  (next: tradebench report {out})")

@@ -8,7 +8,6 @@ An episode's masked trace and its full tables are read on demand (`read_trace`,
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +24,6 @@ from tradebench.runs.records import (
     SPEC_FILE,
     STEPS_FILE,
     SUMMARY_FILE,
-    TRACE_FILE,
     episode_folder,
 )
 from tradebench.runs.store import read_parquet, read_run_record, read_table
@@ -35,6 +33,7 @@ from tradebench.runs.summary import (
     normalise_summary,
     summarise_episodes,
 )
+from tradebench.runs.trace import trace_lines
 
 STEP_COLUMNS = (
     "date",
@@ -124,25 +123,15 @@ def read_episode_tables(run: RunData, episode_id: str) -> EpisodeTables | None:
 
 def read_trace(run: RunData, episode_id: str) -> list[dict[str, Any]] | None:
     """The episode's masked trace, one object per step in step order; None without a
-    `trace.jsonl` (a rule agent, or a folder written without one).
+    trace (a rule agent, or a folder written without one). A done episode keeps it as
+    `trace.jsonl.zst`; folders from before that, and running episodes, as `trace.jsonl`.
 
     Raises:
-        DataError: a line is not a JSON object.
+        DataError: a line is not a JSON object, or the compressed file is unreadable.
     """
-    path = run.episode_dir(episode_id) / TRACE_FILE
-    if not path.exists():
+    lines = trace_lines(run.episode_dir(episode_id))
+    if lines is None:
         return None
-    lines: list[dict[str, Any]] = []
-    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        try:
-            line = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise DataError(
-                f"{path} line {number} is not JSON ({exc}); rerun the episode"
-            ) from None
-        if not isinstance(line, dict):
-            raise DataError(f"{path} line {number} is not a JSON object; rerun the episode")
-        lines.append(line)
     return sorted(lines, key=lambda t: int(t.get("step", 0)))
 
 

@@ -4,8 +4,10 @@ After every step the episode appends the step's masked trace to `trace.jsonl`, t
 progress line to `progress.jsonl`, each flushed and fsynced. A rerun reads the complete
 lines back (a torn last line from a kill mid-write is dropped), trims the trace to the
 same steps, and continues after the last one, so a killed run ends with the same files as
-an uninterrupted one. What a line holds is the benchmark's business: the broker engine
-stores its rows and the account, the single-stock benchmark its decision.
+an uninterrupted one. A done episode's trace is compacted to `trace.jsonl.zst`
+(`runs.trace`); a resumed one gets its JSONL back first. What a line holds is the
+benchmark's business: the broker engine stores its rows and the account, the single-stock
+benchmark its decision.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from tradebench.runs.records import PROGRESS_FILE, TRACE_FILE
+from tradebench.runs.records import PROGRESS_FILE, TRACE_FILE, TRACE_ZST_FILE
+from tradebench.runs.trace import expand_trace
 
 
 def _dumps(payload: dict[str, Any]) -> str:
@@ -54,11 +57,14 @@ class Journal:
     def restore(self) -> list[dict[str, Any]]:
         """The completed steps' lines, in order; both files are trimmed to match them.
 
-        With no progress file the episode starts afresh and any trace is removed.
+        With no progress file the episode starts afresh and any trace is removed. A trace
+        already compacted to `trace.jsonl.zst` is expanded back to the JSONL first.
         """
         if not self.progress_path.exists():
             self.trace_path.unlink(missing_ok=True)
+            (self.folder / TRACE_ZST_FILE).unlink(missing_ok=True)
             return []
+        expand_trace(self.folder)
         lines = _complete_lines(self.progress_path)
         self._rewrite(self.progress_path, lines)
         if self.trace_path.exists():

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from datetime import date
+from itertools import chain
 from operator import attrgetter
 from pathlib import Path
 from typing import Any, Literal
@@ -47,6 +48,8 @@ POSITIONS_FILE = "positions.parquet"
 ORDERS_FILE = "orders.parquet"
 PROGRESS_FILE = "progress.jsonl"
 TRACE_FILE = "trace.jsonl"
+TRACE_ZST_FILE = "trace.jsonl.zst"
+"""A done episode's trace: the bytes of `trace.jsonl` as one zstd frame (`runs.trace`)."""
 
 NOT_APPLICABLE = "n/a"
 """Mode and mask of episodes they do not apply to (baselines, the benchmark index)."""
@@ -359,20 +362,30 @@ def rows_frame(rows: list[Any], row_type: type) -> pd.DataFrame:
 
 
 def positions_frame(blocks: list[PositionBlock]) -> pd.DataFrame:
-    """Blocks as one `positions.parquet` frame (nanosecond `date`, rows by day then symbol)."""
+    """Blocks as one `positions.parquet` frame (nanosecond `date`, rows by day then symbol).
+
+    Columns are flattened in C (`itertools.chain`); the integer and float columns become
+    arrays directly, as pandas would infer them from the lists (a column holding a null,
+    and an empty frame, are left to pandas).
+    """
     lengths = np.array([len(b.symbol) for b in blocks], dtype=np.int64)
     dates = pd.to_datetime([b.date for b in blocks]).astype("datetime64[ns]")
-    frame = pd.DataFrame(
-        {
-            "date": np.repeat(np.asarray(dates), lengths),
-            **{
-                name: [v for b in blocks for v in getattr(b, name)] for name in POSITION_COLUMNS[1:]
-            },
-        },
-        columns=POSITION_COLUMNS,
-    )
+    data: dict[str, Any] = {"date": np.repeat(np.asarray(dates), lengths)}
+    for name in POSITION_COLUMNS[1:]:
+        flat = list(chain.from_iterable(getattr(b, name) for b in blocks))
+        kind = _NUMERIC_POSITION_COLUMNS.get(name)
+        data[name] = np.array(flat, dtype=kind) if kind and flat and None not in flat else flat
+    frame = pd.DataFrame(data, columns=POSITION_COLUMNS)
     frame["date"] = frame["date"].astype("datetime64[ns]")
     return frame
+
+
+_NUMERIC_POSITION_COLUMNS = {
+    "shares": np.int64,
+    "shares_available": np.int64,
+    "close": np.float64,
+    "weight": np.float64,
+}
 
 
 def episode_folder(run_dir: Path, episode_id: str) -> Path:

@@ -10,6 +10,7 @@ import pandas as pd
 from tests.benchmarks.mandate.conftest import example_spec, run
 from tradebench.llm.loopback import LoopbackServer, Reply
 from tradebench.risk import compile_mandate, is_feasible
+from tradebench.runs.trace import trace_bytes
 
 TOOL = "propose_weights"
 POOL = ["AMZN", "COIN", "MSFT", "NFLX", "TSLA"]
@@ -79,5 +80,5 @@ def test_llm_constructor_is_fed_back_and_projected(mandate_dataset: Path, tmp_pa
     assert abs(day1.loc["COIN", "target_weight"] - 0.25) < 1e-9  # the broker got the projection
     steps = pd.read_parquet(folder / "steps.parquet")
     assert steps["retries"].tolist() == [1, 0, 0]
-    trace = (folder / "trace.jsonl").read_text().splitlines()
+    trace = trace_bytes(folder).decode().splitlines()
     assert len(trace) == 3

@@ -20,6 +20,7 @@ from tradebench.benchmarks import build_report, run_spec
 from tradebench.llm.loopback import LoopbackServer, RecordedRequest, Reply
 from tradebench.runs.records import FAULT_COLUMNS
 from tradebench.runs.spec import RunSpec
+from tradebench.runs.trace import trace_bytes, trace_lines
 
 STEP = re.compile(r"Step (\d+) of (\d+)\.")
 COUNTS = [c for c in FAULT_COLUMNS if not c.endswith("_s")]
@@ -76,7 +77,7 @@ def _folder(run: Path, prefix: str) -> Path:
 
 
 def _trace(folder: Path) -> list[dict]:
-    return [json.loads(x) for x in (folder / "trace.jsonl").read_text().splitlines()]
+    return trace_lines(folder)
 
 
 def _faults_table(page: str) -> tuple[list[str], dict[str, list[str]]]:
@@ -158,7 +159,7 @@ def _kill_after(folder: Path, steps: int) -> None:
     """Leave the folder as a kill during step `steps + 1` would: a torn progress line."""
     progress = (folder / "progress.jsonl").read_text().splitlines(keepends=True)
     (folder / "progress.jsonl").write_text("".join(progress[:steps]) + progress[steps][:40])
-    trace = (folder / "trace.jsonl").read_text().splitlines(keepends=True)
+    trace = trace_bytes(folder).decode().splitlines(keepends=True)
     (folder / "trace.jsonl").write_text("".join(trace[: steps + 1]))
     meta = json.loads((folder / "episode.json").read_text())
     (folder / "episode.json").write_text(json.dumps({**meta, "status": "running"}))

@@ -9,7 +9,6 @@ number ranges a grammar cannot enforce (which our checks refuse with their code)
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -19,11 +18,13 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from tests.leak_scan import find_leaks
+from tests.llm.test_llm_local_model import TEST_THREADS
 from tradebench.benchmarks import run_spec
 from tradebench.benchmarks.portfolio.submit_schema import SubmitLimits, action_schema
 from tradebench.data import load_dataset
 from tradebench.llm.local import LocalServer, find_bundled_model, llama_cpp_available
 from tradebench.runs.spec import RunSpec
+from tradebench.runs.trace import trace_bytes, trace_lines
 
 pytestmark = [
     pytest.mark.local_llm,
@@ -35,7 +36,7 @@ pytestmark = [
 
 
 def test_open_research_blinded_with_local_model(synth_dataset_dir: Path, tmp_path: Path) -> None:
-    with LocalServer(find_bundled_model(), n_ctx=8192) as server:
+    with LocalServer(find_bundled_model(), n_ctx=8192, n_threads=TEST_THREADS) as server:
         spec = RunSpec.model_validate(
             {
                 "dataset": str(synth_dataset_dir),
@@ -60,13 +61,13 @@ def test_open_research_blinded_with_local_model(synth_dataset_dir: Path, tmp_pat
     assert row["status"] == "done" and row["n_steps"] == 2
     assert row["tokens_in"] > 0 and row["tokens_out"] > 0
     folder = tmp_path / "run" / "episodes" / row["episode_id"]
-    trace = [json.loads(x) for x in (folder / "trace.jsonl").read_text().splitlines()]
+    trace = trace_lines(folder)
     assert len(trace) == 2
     for step in trace:
         assert step["stop_reason"] in {"submitted", "fallback"}
         assert (step["submitted"] is None) == step["fallback"]
     ds = load_dataset(synth_dataset_dir)
-    text = (folder / "trace.jsonl").read_text()
+    text = trace_bytes(folder).decode()
     assert find_leaks(text, [str(s) for s in ds.panel.symbols], ds.panel.dates, True, True) == []
 
 
@@ -87,7 +88,7 @@ UNENFORCEABLE = {"OUT_OF_RANGE", "SELL_AFTER_BUY"}
 def test_grammar_forced_submissions_fit_and_match_the_schema(
     synth_dataset_dir: Path, tmp_path: Path
 ) -> None:
-    with LocalServer(find_bundled_model(), n_ctx=8192) as server:
+    with LocalServer(find_bundled_model(), n_ctx=8192, n_threads=TEST_THREADS) as server:
         spec = RunSpec.model_validate(
             {
                 "dataset": str(synth_dataset_dir),
@@ -110,9 +111,7 @@ def test_grammar_forced_submissions_fit_and_match_the_schema(
         )
         summary = pd.read_parquet(asyncio.run(run_spec(spec, tmp_path / "run")))
     row = summary[summary["kind"] == "llm"].iloc[0]
-    step = json.loads(
-        (tmp_path / "run" / "episodes" / row["episode_id"] / "trace.jsonl").read_text()
-    )
+    (step,) = trace_lines(tmp_path / "run" / "episodes" / row["episode_id"])
     user = next(m["content"] for m in step["messages"] if m["role"] == "user")
     table = sorted(set(re.findall(r"^\| (asset_\d+) \|", user, flags=re.MULTILINE)))
     shown = action_schema(table, [], SubmitLimits.for_tokens(300))  # nothing held on day 1

@@ -16,6 +16,7 @@ from tradebench.data import load_dataset
 from tradebench.llm.loopback import LoopbackServer, Reply
 from tradebench.masking import MASK_LEVELS, hides_dates, hides_stocks
 from tradebench.runs.spec import RunSpec
+from tradebench.runs.trace import trace_bytes, trace_lines
 
 
 def _run(spec: dict, out: Path) -> pd.DataFrame:
@@ -59,11 +60,11 @@ def test_traces_are_masked_and_complete(cn_dataset_dir: Path, tmp_path: Path) ->
             tmp_path / "run",
         )
     folder = next((tmp_path / "run" / "episodes").glob("scripted_*"))
-    lines = [json.loads(x) for x in (folder / "trace.jsonl").read_text().splitlines()]
+    lines = trace_lines(folder)
     assert [x["step"] for x in lines] == list(range(5))
     assert all(x["tool_calls"] for x in lines)
     ds = load_dataset(cn_dataset_dir)
-    text = (folder / "trace.jsonl").read_text()
+    text = trace_bytes(folder).decode()
     assert find_leaks(text, [str(s) for s in ds.panel.symbols], ds.panel.dates, True, True) == []
     steps = pd.read_parquet(folder / "steps.parquet")
     assert (steps["tool_calls"] == 2).all() and (steps["tool_calls_valid"] == 2).all()
@@ -109,7 +110,7 @@ def test_invalid_actions_retry_then_fall_back(cn_dataset_dir: Path, tmp_path: Pa
     assert (steps["retries"] == 3).all()
     assert steps["parse_failures"].sum() > 0
     assert row["abstention_rate"] == 1.0 and row["parse_failure_rate"] > 0
-    trace = [json.loads(x) for x in (folder / "trace.jsonl").read_text().splitlines()]
+    trace = trace_lines(folder)
     assert all(t["fallback"] for t in trace)
     feedback = [c["error"] for t in trace for c in t["tool_calls"] if c.get("error")]
     assert any("asset_9999" in f for f in feedback)  # structured feedback went back

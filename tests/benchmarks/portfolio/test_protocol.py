@@ -5,7 +5,6 @@ the benchmark by name, and a parse-failure rate that is a share of steps."""
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from tradebench.market.ledger import Account
 from tradebench.market.rules import MarketRules
 from tradebench.masking import build_masker
 from tradebench.runs.spec import RunSpec
+from tradebench.runs.trace import trace_lines
 from tradebench.view import MarketView
 
 DAY = "2024-03-01"
@@ -147,7 +147,7 @@ def test_an_out_of_pool_buy_is_retried_end_to_end(cn_dataset_dir: Path, tmp_path
     folder = next((tmp_path / "run" / "episodes").glob("scripted_*"))
     steps = pd.read_parquet(folder / "steps.parquet")
     assert (steps["retries"] == 1).all() and not steps["fallback"].any()
-    trace = [json.loads(x) for x in (folder / "trace.jsonl").read_text().splitlines()]
+    trace = trace_lines(folder)
     codes = [c["error"] for t in trace for c in t["tool_calls"] if not c["valid"]]
     assert codes and all("[NOT_IN_POOL]" in c for c in codes)
 

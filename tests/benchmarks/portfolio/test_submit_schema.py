@@ -39,6 +39,7 @@ from tradebench.market.ledger import Account
 from tradebench.market.rules import MarketRules
 from tradebench.masking import build_masker, hides_stocks
 from tradebench.runs.spec import RunSpec
+from tradebench.runs.trace import trace_lines
 from tradebench.view import MarketView
 
 DAY = "2024-03-01"
@@ -349,7 +350,7 @@ def refusals(cn_dataset_dir: Path, tmp_path_factory: pytest.TempPathFactory):
         asyncio.run(run_spec(RunSpec.model_validate(spec), out))
         requests = [r for r in server.requests if r.forced_tool() == "submit_action"]
     folder = next((out / "episodes").glob("scripted_*"))
-    trace = [json.loads(x) for x in (folder / "trace.jsonl").read_text().splitlines()]
+    trace = trace_lines(folder)
     return folder, trace[0], requests
 
 

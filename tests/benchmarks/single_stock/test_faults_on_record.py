@@ -19,6 +19,7 @@ from tradebench.benchmarks import build_report, run_spec
 from tradebench.llm.loopback import LoopbackServer, RecordedRequest, Reply
 from tradebench.runs.records import FAULT_COLUMNS
 from tradebench.runs.spec import RunSpec
+from tradebench.runs.trace import trace_lines
 
 DECISION = re.compile(r"decision (\d+) of (\d+)")
 TIMEOUT_S = 1.5
@@ -63,7 +64,7 @@ def _folder(run: Path, prefix: str) -> Path:
 
 
 def _trace(folder: Path) -> list[dict]:
-    return [json.loads(x) for x in (folder / "trace.jsonl").read_text().splitlines()]
+    return trace_lines(folder)
 
 
 def test_single_stock_faults_on_record_and_a_resume_meets_none(

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.benchmarks.single_stock.conftest import spec_dict
+from tests.llm.test_llm_local_model import TEST_THREADS
 from tradebench.benchmarks import run_spec
 from tradebench.benchmarks.single_stock.scoring import SingleStockScores
 from tradebench.benchmarks.single_stock.store import read_series, rescore_folder
@@ -35,7 +36,7 @@ def local_server() -> Iterator[LocalServer]:
         bundled = find_bundled_model()
     except ConfigError as exc:
         pytest.skip(str(exc))
-    with LocalServer(bundled, n_ctx=2048, n_threads=2) as server:
+    with LocalServer(bundled, n_ctx=2048, n_threads=TEST_THREADS) as server:
         yield server
 
 
@@ -66,11 +67,11 @@ def test_short_run_against_the_local_model(
     # the recorded run replays from the cache without the server, byte for byte
     shutil.copytree(tmp_path / "run", tmp_path / "replay")
     replay_folder = tmp_path / "replay" / "episodes" / folder.name
-    for name in ("steps.parquet", "metrics.json", "progress.jsonl", "trace.jsonl"):
+    for name in ("steps.parquet", "metrics.json", "progress.jsonl", "trace.jsonl.zst"):
         (replay_folder / name).unlink()
     (replay_folder / "episode.json").unlink()
     spec["cache"] = {"mode": "replay"}
     spec["agents"][0]["base_url"] = "http://127.0.0.1:9/v1"  # nothing listens there
     asyncio.run(run_spec(RunSpec.model_validate(spec), tmp_path / "replay"))
-    for name in ("steps.parquet", "metrics.json", "trace.jsonl"):
+    for name in ("steps.parquet", "metrics.json", "trace.jsonl.zst"):
         assert (folder / name).read_bytes() == (replay_folder / name).read_bytes(), name

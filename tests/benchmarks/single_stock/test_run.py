@@ -22,6 +22,7 @@ from tradebench.data import load_dataset
 from tradebench.llm.loopback import LoopbackServer
 from tradebench.masking import MASK_LEVELS, hides_dates, hides_stocks
 from tradebench.runs.spec import RunSpec
+from tradebench.runs.trace import trace_bytes, trace_lines
 
 
 def _same(a: SingleStockScores, b: SingleStockScores) -> bool:
@@ -81,7 +82,7 @@ def test_episode_folders_hold_every_raw_quantity(default_run) -> None:
     series = pd.read_parquet(folder / "steps.parquet")
     assert len(series) == 50 and series["valid"].all()
     assert series["date"].iloc[0] == pd.Timestamp("2022-10-06")
-    trace = [json.loads(x) for x in (folder / "trace.jsonl").read_text().splitlines()]
+    trace = trace_lines(folder)
     assert [t["step"] for t in trace] == list(range(50))
     metrics = json.loads((folder / "metrics.json").read_text())
     assert metrics["guards"]["steps"] == 50 and metrics["guards"]["nudges"] == 0
@@ -170,7 +171,7 @@ def test_a_killed_episode_resumes_identically(ss_dataset_dir: Path, tmp_path: Pa
         spec["agents"][0]["base_url"] = server.openai_url
         asyncio.run(run_spec(RunSpec.model_validate(spec), tmp_path / "b"))
         assert server.requests == []
-    for name in ("steps.parquet", "metrics.json", "trace.jsonl", "progress.jsonl"):
+    for name in ("steps.parquet", "metrics.json", "trace.jsonl.zst", "progress.jsonl"):
         assert (folder_a / name).read_bytes() == (folder_b / name).read_bytes(), name
 
 
@@ -178,7 +179,7 @@ def _kill_after(folder: Path, steps: int) -> None:
     """Leave the folder as a kill during step `steps` would: a torn progress line."""
     progress = (folder / "progress.jsonl").read_text().splitlines(keepends=True)
     (folder / "progress.jsonl").write_text("".join(progress[:steps]) + progress[steps][:40])
-    trace = (folder / "trace.jsonl").read_text().splitlines(keepends=True)
+    trace = trace_bytes(folder).decode().splitlines(keepends=True)
     (folder / "trace.jsonl").write_text("".join(trace[: steps + 1]))
     for name in ("steps.parquet", "metrics.json"):
         (folder / name).unlink()

@@ -1,0 +1,49 @@
+"""The benchmark registry and the entry points that run or report any registered benchmark.
+
+`tradebench.benchmarks` re-exports these names; they live here so that importing one
+benchmark's modules (e.g. `tradebench mcq build`) does not load the harness and the report.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tradebench.report import DEFAULT_SECTIONS, ReportOptions
+from tradebench.report import build_report as build_sections_report
+from tradebench.report.load import read_spec
+from tradebench.runs.executor import RunProgress, execute
+from tradebench.runs.protocol import Benchmark, BenchmarkRegistry
+from tradebench.runs.spec import RunSpec
+
+BENCHMARKS = BenchmarkRegistry()
+BENCHMARKS.register("portfolio", "tradebench.benchmarks.portfolio.benchmark:BENCHMARK")
+BENCHMARKS.register("single_stock", "tradebench.benchmarks.single_stock.benchmark:BENCHMARK")
+BENCHMARKS.register("mandate", "tradebench.benchmarks.mandate.benchmark:BENCHMARK")
+
+
+def get_benchmark(name: str) -> Benchmark:
+    """The registered benchmark called `name` (ConfigError when unknown)."""
+    return BENCHMARKS.get(name)
+
+
+async def run_spec(
+    spec: RunSpec,
+    run_dir: Path,
+    progress: RunProgress | None = None,
+    add_cells: bool = False,
+    ray_address: str | None = None,
+) -> Path:
+    """Run every unfinished episode of `spec` (its `benchmark`) into `run_dir`; returns the
+    summary path. Rerunning resumes; `add_cells` lets a grown spec add its new cells;
+    `ray_address` is the cluster of `executor: ray` (None: `RAY_ADDRESS` or a local one)."""
+    benchmark = get_benchmark(spec.benchmark)
+    spec.budget.check_prices(a.model_config_() for a in spec.llm_agents())  # before any work
+    return await execute(benchmark, spec, Path(run_dir), progress, add_cells, ray_address)
+
+
+def build_report(run_dir: Path, options: ReportOptions | None = None) -> Path:
+    """Write `run_dir/report.html`: the generic sections plus those of the run's benchmark
+    (named in its `spec.yaml`; portfolio when absent)."""
+    name = str(read_spec(Path(run_dir)).get("benchmark") or "portfolio")
+    sections = (*DEFAULT_SECTIONS, *get_benchmark(name).report_sections)
+    return build_sections_report(Path(run_dir), options, sections)

@@ -1,0 +1,124 @@
+"""Verbs registered by import path and loaded on first use, so start-up stays small.
+
+`tradebench --help` lists every verb from its registered one-line summary without importing
+the verb's module; `tradebench mcq build --bogus` imports only `tradebench.cli.mcq`. A verb
+is either a `typer.Typer` (a command group such as `data`) or a command function (such as
+`run`); both load into the same click commands `app.add_typer` / `app.command` would build.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator, MutableMapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import typer
+from typer.core import TyperCommand, TyperGroup
+
+_LISTING = "tradebench.cli.lazy.listing"
+"""`ctx.meta` key set while a group renders its help: verbs show their summary unloaded."""
+
+
+@dataclass(frozen=True)
+class Verb:
+    """One lazily loaded verb of the `tradebench` app.
+
+    Attributes:
+        name: The verb as typed (`tradebench NAME`).
+        target: `module:attribute` of a `typer.Typer` (a command group) or a command function.
+        summary: The line `tradebench --help` shows; a test keeps it equal to the first
+            paragraph of the loaded command's own help.
+    """
+
+    name: str
+    target: str
+    summary: str
+
+    def load(self) -> Any:
+        """Import the target and build its click command (a group for a `typer.Typer`)."""
+        module, _, attribute = self.target.partition(":")
+        obj = getattr(importlib.import_module(module), attribute)
+        if isinstance(obj, typer.Typer):
+            command = typer.main.get_group(obj)
+        else:
+            single = typer.Typer(add_completion=False)
+            single.command(self.name)(obj)
+            command = typer.main.get_command(single)
+        command.name = self.name
+        return command
+
+    def listing(self) -> TyperCommand:
+        """A stand-in carrying only the name and summary, for the help listing."""
+        return TyperCommand(name=self.name, help=self.summary, callback=None)
+
+
+class _LazyCommands(MutableMapping[str, Any]):
+    """The group's command table: loaded commands plus registered verbs, loaded on access."""
+
+    def __init__(self, loaded: MutableMapping[str, Any], verbs: dict[str, Verb]) -> None:
+        self._loaded = loaded
+        self._verbs = verbs
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._loaded:
+            self._loaded[name] = self._verbs[name].load()  # KeyError for an unknown verb
+        return self._loaded[name]
+
+    def __setitem__(self, name: str, command: Any) -> None:
+        self._loaded[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        self._loaded.pop(name, None)
+        self._verbs.pop(name, None)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._verbs or name in self._loaded
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._verbs
+        yield from (name for name in self._loaded if name not in self._verbs)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def get_listed(self, name: str) -> Any:
+        """The loaded command `name`, else its verb's stand-in; None for an unknown name."""
+        if name in self._loaded:
+            return self._loaded[name]
+        verb = self._verbs.get(name)
+        return verb.listing() if verb is not None else None
+
+
+class LazyGroup(TyperGroup):
+    """A `TyperGroup` whose class attribute `verbs` adds commands loaded on first use."""
+
+    verbs: tuple[Verb, ...] = ()
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.commands = _LazyCommands(self.commands, {v.name: v for v in self.verbs})
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        """The command `cmd_name` (loading its module), or its summary while listing."""
+        table = self.commands
+        if isinstance(table, _LazyCommands) and ctx.meta.get(_LISTING):
+            return table.get_listed(cmd_name)
+        return table.get(cmd_name)
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        """Registered verbs in their declared order, then commands added directly."""
+        return list(self.commands)
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        """The usual help, listing unloaded verbs by their summaries."""
+        ctx.meta[_LISTING] = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            ctx.meta.pop(_LISTING, None)
+
+
+def lazy_group(verbs: Sequence[Verb]) -> type[LazyGroup]:
+    """The group class (for `typer.Typer(cls=...)`) that serves `verbs` lazily."""
+    return type("TradebenchGroup", (LazyGroup,), {"verbs": tuple(verbs)})

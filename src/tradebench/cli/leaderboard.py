@@ -1,0 +1,67 @@
+"""`tradebench leaderboard RUN_DIR... -o DIR`: rank agents across run folders."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from tradebench.cli.kit import console, exits_on_error
+
+
+@exits_on_error
+def leaderboard(
+    run_dirs: Annotated[
+        list[Path] | None, typer.Argument(help="Run folders written by `tradebench run`.")
+    ] = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the board.")] = Path(
+        "leaderboard"
+    ),
+    metric: Annotated[
+        str, typer.Option(help="Summary column compared (higher is better).")
+    ] = "total_return",
+    interval: Annotated[
+        str, typer.Option(help="Interval of seed means: bootstrap or t.")
+    ] = "bootstrap",
+    confidence: Annotated[float, typer.Option(help="Two-sided coverage.")] = 0.95,
+    resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples.")] = 10_000,
+    seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
+    cutoff: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--cutoff",
+            help="AGENT=YYYY-MM-DD: a model's knowledge cutoff (over the spec's); repeat.",
+        ),
+    ] = None,
+    mcq: Annotated[
+        list[Path] | None,
+        typer.Option("--mcq", help="An MCQ evaluation folder (`mcq eval -o DIR`); repeat."),
+    ] = None,
+) -> None:
+    """Rank agents across run folders: seed means with intervals, paired differences
+    against equal weight and the index, tie-aware ranks, knowledge-cutoff split, MCQ
+    accuracy per tier.
+
+    Writes DIR/leaderboard.parquet, DIR/leaderboard.html (and DIR/leaderboard_mcq.parquet
+    with --mcq). Example: tradebench leaderboard runs/a runs/b -o board
+    """
+    from tradebench.errors import ConfigError
+    from tradebench.leaderboard.board import LeaderboardOptions, write_leaderboard
+    from tradebench.leaderboard.data import parse_cutoffs
+    from tradebench.leaderboard.stats import INTERVAL_METHODS, IntervalSettings
+
+    if interval not in INTERVAL_METHODS:
+        raise ConfigError(f"unknown --interval {interval!r}; use bootstrap or t")
+    if not 0 < confidence < 1:
+        raise ConfigError(f"--confidence must be in (0, 1), got {confidence}")
+    options = LeaderboardOptions(
+        metric=metric,
+        intervals=IntervalSettings(
+            method=interval, confidence=confidence, resamples=resamples, seed=seed
+        ),
+        cutoffs=parse_cutoffs(cutoff or []),
+        mcq_dirs=tuple(mcq or ()),
+    )
+    for path in write_leaderboard(list(run_dirs or []), out, options):
+        console.print(f"wrote [bold]{path}[/]")
