@@ -158,6 +158,15 @@ class ResponseCache:
             self._conn.commit()
         self.stats.writes += 1
 
+    async def lookup(self, key: str) -> ChatResponse | None:
+        """`get` as a coroutine: the interface `CachedModel` awaits, so a cache owned by
+        another process (`runs.ray_services.RemoteCache`) can stand in for this one."""
+        return self.get(key)
+
+    async def store(self, key: str, model: str, request: str, response: ChatResponse) -> None:
+        """`put` as a coroutine (see `lookup`)."""
+        self.put(key, model, request, response)
+
     def __len__(self) -> int:
         """Number of stored replies."""
         if self._conn is None:
@@ -198,7 +207,7 @@ class CachedModel:
             return await self.inner.generate(messages, tools, tool_choice, sample_index)
         canonical = canonical_request(self.config, messages, tools, tool_choice)
         key = request_key(canonical, sample_index)
-        hit = self.cache.get(key)
+        hit = await self.cache.lookup(key)
         if hit is not None:
             return hit
         if self.cache.mode == "replay":
@@ -208,5 +217,5 @@ class CachedModel:
                 "recorded run, or record it first in readwrite mode"
             )
         response = await self.inner.generate(messages, tools, tool_choice, sample_index)
-        self.cache.put(key, self.config.label, canonical, response)
+        await self.cache.store(key, self.config.label, canonical, response)
         return response

@@ -6,26 +6,27 @@ the finished ones (an unfinished one continues from its journal). Episodes witho
 (baselines, references) run in a process pool; model episodes run concurrently on one
 event loop through one `ModelPool` (shared cache and budget, bounded concurrency, clean
 budget stop). Every episode's record is written here, and the summary last, so a killed
-run ends identical to an uninterrupted one.
+run ends identical to an uninterrupted one. With `executor: ray` the same plan runs on a
+Ray cluster instead (`runs.ray_executor`); everything before and after is this module's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
-from functools import lru_cache
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tradebench.data.dataset import Dataset, load_dataset
 from tradebench.data.synth import SynthConfig, synthesize
 from tradebench.errors import ConfigError
+from tradebench.runs.dataset_cache import cached_dataset
 from tradebench.runs.guard import check_spec, die_with_parent, run_lock
 from tradebench.runs.models import ModelPool
+from tradebench.runs.progress import RunProgress
 from tradebench.runs.protocol import Benchmark, EpisodeContext, EpisodeRef
+from tradebench.runs.ray_executor import RayRun, run_on_ray
 from tradebench.runs.records import (
     BUDGET_FILE,
     CACHE_FILE,
@@ -36,31 +37,14 @@ from tradebench.runs.records import (
 from tradebench.runs.spec import RunSpec
 from tradebench.runs.store import read_episode_record, write_episode_record
 from tradebench.runs.summary import write_summary
+from tradebench.runs.trace import compact_trace
 
 log = logging.getLogger("tradebench.runs")
 INLINE_JOBS = 2
 """Up to this many model-free episodes run in this process: a pool costs more than it saves."""
 WORKERS = 2
 """Processes of the pool for model-free episodes."""
-
-
-@dataclass
-class RunProgress:
-    """Live counters for the progress display."""
-
-    episodes_total: int = 0
-    episodes_done: int = 0
-    steps_done: int = 0
-    tokens: int = 0
-    listeners: list[Callable[[RunProgress], None]] = field(default_factory=list)
-
-    def bump(self, *, episodes: int = 0, steps: int = 0, tokens: int = 0) -> None:
-        """Add to the counters and notify listeners."""
-        self.episodes_done += episodes
-        self.steps_done += steps
-        self.tokens += tokens
-        for listener in self.listeners:
-            listener(self)
+__all__ = ["Plan", "RunProgress", "cached_dataset", "execute", "plan", "resolve_dataset"]
 
 
 def resolve_dataset(name: str, run_dir: Path) -> Path:
@@ -78,14 +62,6 @@ def resolve_dataset(name: str, run_dir: Path) -> Path:
     if not (path / "manifest.json").exists():
         raise ConfigError(f"dataset {name!r} is not a dataset folder (no manifest.json)")
     return path
-
-
-@lru_cache(maxsize=4)
-def cached_dataset(path: str) -> Dataset:
-    """A dataset loaded (and its panel built) once per process."""
-    ds = load_dataset(path)
-    ds.panel  # noqa: B018  (build once per process)
-    return ds
 
 
 def is_done(folder: Path) -> bool:
@@ -144,9 +120,12 @@ def _context(
 
 
 async def _run_one(benchmark: Benchmark, ref: EpisodeRef, ctx: EpisodeContext) -> EpisodeRecord:
-    """Run one episode and write its record (`running` first, then what it returns)."""
+    """Run one episode and write its record (`running` first, then what it returns); a
+    done episode's trace is compacted to zstd before it is marked done."""
     write_episode_record(ctx.folder, ref.record(benchmark.name, "running"))
     record = await benchmark.run_episode(ref, ctx)
+    if record.status == "done":
+        compact_trace(ctx.folder)
     write_episode_record(ctx.folder, record)
     return record
 
@@ -164,15 +143,17 @@ async def run_local(
     loop = asyncio.get_running_loop()
     if len(todo) <= INLINE_JOBS:
         for ref in todo:
+            progress.move(1, "queued", "running")
             steps = await loop.run_in_executor(None, run_in_worker, benchmark, plan, run_dir, ref)
-            progress.bump(episodes=1, steps=steps)
+            progress.finish("running", steps=steps)
         return
     with ProcessPoolExecutor(max_workers=WORKERS, initializer=die_with_parent) as pool:
         futures = [
             loop.run_in_executor(pool, run_in_worker, benchmark, plan, run_dir, ref) for ref in todo
         ]
+        progress.move(len(todo), "queued", "running")
         for fut in asyncio.as_completed(futures):
-            progress.bump(episodes=1, steps=await fut)
+            progress.finish("running", steps=await fut)
 
 
 async def run_models(
@@ -196,9 +177,10 @@ async def run_models(
     models = {a.name: pool.model(a.model_config_(), a.retry_policy()) for a in spec.llm_agents()}
 
     async def one(ref: EpisodeRef) -> None:
+        progress.move(1, "queued", "running")
         ctx = _context(plan, run_dir, ref, models[ref.agent], lambda: progress.bump(steps=1))
         record = await _run_one(benchmark, ref, ctx)
-        progress.bump(episodes=1, tokens=int(record.tokens or 0))
+        progress.finish("running", tokens=int(record.tokens or 0))
 
     with pool:
         await pool.map(todo, one)
@@ -210,9 +192,11 @@ async def execute(
     run_dir: Path,
     progress: RunProgress | None = None,
     add_cells: bool = False,
+    ray_address: str | None = None,
 ) -> Path:
     """Run every unfinished episode of `spec` into `run_dir` (holding its lock); returns the
-    summary path.
+    summary path. With `executor: ray` the episodes run on the Ray cluster at `ray_address`
+    (None: `RAY_ADDRESS`, else a local one).
 
     Raises:
         ConfigError: Bad spec, options, data or cells (before any model call), a folder in
@@ -220,7 +204,7 @@ async def execute(
         BudgetExceeded: The budget stopped the run cleanly; rerun to continue.
     """
     with run_lock(Path(run_dir)):
-        return await _execute(benchmark, spec, Path(run_dir), progress, add_cells)
+        return await _execute(benchmark, spec, Path(run_dir), progress, add_cells, ray_address)
 
 
 async def _execute(
@@ -229,6 +213,7 @@ async def _execute(
     run_dir: Path,
     progress: RunProgress | None,
     add_cells: bool,
+    ray_address: str | None,
 ) -> Path:
     progress = progress or RunProgress()
     for line in spec.sampling_warnings():
@@ -236,6 +221,11 @@ async def _execute(
     resolved = plan(benchmark, spec, Path(run_dir), add_cells)
     progress.episodes_total = len(resolved.episodes)
     progress.bump(episodes=len(resolved.episodes) - len(resolved.todo))
+    progress.move(len(resolved.todo), None, "queued")
+    if resolved.spec.executor == "ray":
+        run = RayRun(benchmark, resolved.spec, resolved.options, resolved.dataset, run_dir)
+        await run_on_ray(run, resolved.todo, progress, ray_address)
+        return write_summary(run_dir, benchmark.summary_row)
     local = [ep for ep in resolved.todo if ep.kind != "llm"]
     models = [ep for ep in resolved.todo if ep.kind == "llm"]
     await asyncio.gather(

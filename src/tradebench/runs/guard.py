@@ -5,8 +5,9 @@ A run folder holds an exclusive lock while a run writes it (`RUN_DIR/.lock`, hol
 writer's pid); a second `tradebench run` on it stops with a message naming that pid. The
 resolved `spec.yaml` is the folder's identity: a rerun whose spec differs in anything that
 changes results is refused with the differing keys listed. Transport settings (endpoints,
-key variables, timeouts, concurrency, the cache's location and mode, the budget's caps) may
-change between reruns: they change how a run reaches its models, not what it computes.
+key variables, timeouts, concurrency, the executor, the cache's location and mode, the
+budget's caps) may change between reruns: they change how a run reaches its models, not
+what it computes.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from tradebench.runs.records import SPEC_FILE
 from tradebench.runs.spec import RunSpec
 
 LOCK_FILE = ".lock"
-TRANSPORT_KEYS = frozenset({"concurrency", "budget", "cache"})
+TRANSPORT_KEYS = frozenset({"concurrency", "budget", "cache", "executor"})
 """Top-level spec keys a rerun may change."""
 AGENT_TRANSPORT_KEYS = frozenset({"base_url", "api_key_env", "timeout_s", "max_attempts"})
 """Agent keys a rerun may change."""

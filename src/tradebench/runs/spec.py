@@ -74,6 +74,11 @@ class AgentEntry(BaseModel):
     max_attempts: int | None = Field(
         default=None, ge=1, description="attempts per request, first included (default 6)"
     )
+    knowledge_cutoff: date | None = Field(
+        default=None,
+        description="last day the model's training data may cover; the leaderboard keeps "
+        "windows after it apart from those it may have seen",
+    )
 
     @model_validator(mode="after")
     def _one_kind(self) -> AgentEntry:
@@ -142,6 +147,11 @@ class RunSpec(BaseModel):
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     concurrency: int = Field(default=4, ge=1, le=256)
     cache: CacheSpec = Field(default_factory=CacheSpec)
+    executor: Literal["local", "ray"] = Field(
+        default="local",
+        description="`local` (process pool and one event loop) or `ray` (episodes as Ray tasks "
+        "and actors on a cluster; needs the `ray` extra); results are the same",
+    )
     options: dict[str, Any] = Field(
         default_factory=dict, description="the benchmark's options (its options model)"
     )

@@ -1,0 +1,189 @@
+"""Throughput of the Ray executor against the local one, and a projection for a full grid.
+
+A portfolio grid on the synthetic market against the loopback server (a subprocess) with
+injected latency (default 200 ms a call), at 8, 32 and 128 concurrent model episodes (one
+wave: as many episodes as the concurrency, `--steps` decision days each). Both executors
+run the same specs in the same process, one after the other, each into a fresh folder
+(every call a cache miss). For each: wall time, calls/s (calls from the run's
+`budget.json`), and efficiency = ideal wall / measured wall, where the ideal is the
+longest episode's calls times the latency (every episode in parallel, zero overhead).
+Wall and efficiency include each run's start-up (the Ray executor starts its actors and
+ships the dataset); `1st step s` is the time to the first completed step and `eff. after`
+the efficiency from then on (the steps after each episode's first against their ideal),
+the figure that carries over to a long grid. Then the projected wall time of a full
+KTD-Fin grid at a provider rate limit, from the measured calls per step.
+
+    python perf/ray_scale.py [--levels 8 32 128] [--latency-ms 200] [--steps 3]
+        [--rpm 500] [--models 10] [--seeds 3] [--days 548]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import ray
+
+from tradebench.benchmarks import run_spec
+from tradebench.data.synth import SynthConfig, synthesize
+from tradebench.runs.progress import RunProgress
+from tradebench.runs.ray_cluster import connect
+from tradebench.runs.ray_services import Services
+from tradebench.runs.ray_worker import ModelWorker
+from tradebench.runs.records import BUDGET_FILE
+from tradebench.runs.spec import RunSpec
+
+MODES, MASKS = 3, 4
+"""KTD-Fin's information modes and mask levels (the projected grid)."""
+
+
+@contextmanager
+def loopback(latency_ms: float) -> Iterator[str]:
+    """A loopback server subprocess (default responder); yields its OpenAI base_url."""
+    cmd = [sys.executable, "-m", "tradebench.llm.loopback", "--latency-ms", str(latency_ms)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    try:
+        yield f"http://127.0.0.1:{int(proc.stdout.readline())}/v1"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def grid(dataset: Path, url: str, episodes: int, steps: int, executor: str) -> RunSpec:
+    """`episodes` model episodes (one per seed) of `steps` days, all at once."""
+    return RunSpec.model_validate(
+        {
+            "dataset": str(dataset),
+            "windows": [{"start": "2022-03-01", "end": "2022-04-29"}],
+            "modes": ["memory_only"],
+            "masks": ["blinded"],
+            "seeds": list(range(episodes)),
+            "agents": [
+                {
+                    "name": "m",
+                    "provider": "openai",
+                    "model": "perf",
+                    "base_url": url,
+                    "temperature": 0.7,
+                    "max_tokens": 256,
+                    "max_steps": steps,
+                }
+            ],
+            "concurrency": episodes,
+            "executor": executor,
+        }
+    )
+
+
+def measure(spec: RunSpec, out: Path, latency_s: float) -> dict[str, Any]:
+    """Run `spec` into `out`; wall, calls, steps and efficiency against the ideal."""
+    progress = RunProgress()
+    stamps: list[tuple[float, int]] = []
+    progress.listeners.append(lambda p: stamps.append((time.perf_counter(), p.steps_done)))
+    start = time.perf_counter()
+    asyncio.run(run_spec(spec, out, progress))
+    wall = time.perf_counter() - start
+    calls = json.loads((out / BUDGET_FILE).read_text())["calls"]
+    ideal = calls / len(spec.seeds) * latency_s
+    # after start-up: from the first completed step to the last, against the ideal of the
+    # steps after each episode's first
+    steps = progress.steps_done
+    first_step = next(t for t, n in stamps if n > 0) - start
+    steady_ideal = ideal * (1 - len(spec.seeds) / max(steps, 1))
+    steady = max(wall - first_step, 1e-9)
+    return {
+        "wall_s": wall,
+        "calls": calls,
+        "steps": steps,
+        "calls_per_s": calls / wall,
+        "ideal_s": ideal,
+        "efficiency": ideal / wall,
+        "startup_s": first_step,
+        "steady_efficiency": steady_ideal / steady,
+    }
+
+
+def actor_startup(spec: RunSpec, tmp: Path) -> float:
+    """Seconds to start one model actor and hear back from it (paid once per run)."""
+    services = Services.start(spec.budget, None, tmp / "startup.sqlite", "off")
+    try:
+        start = time.perf_counter()
+        actor = ray.remote(ModelWorker).options(num_cpus=0).remote(spec, services)
+        ray.get(actor.pid.remote())
+        elapsed = time.perf_counter() - start
+        ray.kill(actor)
+    finally:
+        services.stop()
+    return elapsed
+
+
+def project(calls_per_step: float, args: argparse.Namespace, efficiency: float) -> str:
+    """Wall time of the full grid: each model's calls at its endpoint's rate limit, or the
+    cluster's concurrency at the measured efficiency, whichever binds."""
+    episodes_per_model = MODES * MASKS * args.seeds
+    calls_per_model = episodes_per_model * args.days * calls_per_step
+    by_rate = calls_per_model / args.rpm  # minutes; models run side by side
+    by_concurrency = (
+        args.models * calls_per_model * args.provider_latency_s / (args.concurrency * efficiency)
+    ) / 60
+    binding = "rate limit" if by_rate >= by_concurrency else "concurrency"
+    return (
+        f"full grid: {args.models} models x {MODES} modes x {MASKS} masks x {args.seeds} seeds "
+        f"x {args.days} days = {args.models * episodes_per_model} episodes, "
+        f"{args.models * calls_per_model:,.0f} calls ({calls_per_step:.2f} per step)\n"
+        f"  at {args.rpm} requests/min per model endpoint: {by_rate / 60:.1f} h\n"
+        f"  at {args.concurrency} episodes in flight, {args.provider_latency_s:.1f} s a call, "
+        f"{efficiency:.0%} efficiency: {by_concurrency / 60:.1f} h\n"
+        f"  projected wall: {max(by_rate, by_concurrency) / 60:.1f} h ({binding} binds)"
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Measure both executors at each level and print the table and the projection."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--levels", type=int, nargs="+", default=[8, 32, 128])
+    parser.add_argument("--latency-ms", type=float, default=200.0)
+    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--rpm", type=float, default=500.0, help="requests/min per endpoint")
+    parser.add_argument("--models", type=int, default=10)
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--days", type=int, default=548)
+    parser.add_argument("--concurrency", type=int, default=128, help="of the projected grid")
+    parser.add_argument("--provider-latency-s", type=float, default=4.0)
+    args = parser.parse_args(argv)
+    latency = args.latency_ms / 1000
+    connect(None)
+    print(f"ray {ray.__version__}, cluster CPUs {ray.cluster_resources().get('CPU', 0):.0f}")
+    with tempfile.TemporaryDirectory() as tmp_name, loopback(args.latency_ms) as url:
+        tmp = Path(tmp_name)
+        dataset = tmp / "synth"
+        synthesize(dataset, SynthConfig(seed=0))
+        startup = actor_startup(grid(dataset, url, 1, 1, "ray"), tmp)
+        print(f"model actor start-up: {startup:.2f} s (once per actor per run)")
+        print(f"latency {args.latency_ms:.0f} ms, {args.steps} steps per episode")
+        print(f"{'episodes':>8} {'executor':>8} {'wall s':>8} {'calls':>6} {'calls/s':>8} "
+              f"{'ideal s':>8} {'eff.':>6} {'1st step s':>10} {'eff. after':>10}")  # fmt: skip
+        last: dict[str, Any] = {}
+        for level in args.levels:
+            for executor in ("local", "ray"):
+                spec = grid(dataset, url, level, args.steps, executor)
+                row = measure(spec, tmp / f"{executor}-{level}", latency)
+                last = row
+                print(f"{level:>8} {executor:>8} {row['wall_s']:>8.2f} {row['calls']:>6} "
+                      f"{row['calls_per_s']:>8.1f} {row['ideal_s']:>8.2f} "
+                      f"{row['efficiency']:>6.0%} {row['startup_s']:>10.2f} "
+                      f"{row['steady_efficiency']:>10.0%}")  # fmt: skip
+        print(project(last["calls"] / max(last["steps"], 1), args, last["steady_efficiency"]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,221 @@
+"""The Ray executor on a real local Ray cluster: the same spec gives the same run folder as
+the local executor (even when a worker is killed mid-episode), one budget holds across
+workers, one cache replays exactly, the dataset reaches a node once."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from tests.conftest import REPO_ROOT
+from tests.report.model_run import scripted, spec_dict
+from tests.runs.ray_budget_worker import MAX_TOKENS, spend_until_refused
+from tradebench.benchmarks import run_spec
+from tradebench.cli import app
+from tradebench.llm.base import get_model
+from tradebench.llm.budget import BudgetConfig
+from tradebench.llm.loopback import LoopbackServer, RecordedRequest, Reply
+from tradebench.llm.types import Message, ModelConfig
+from tradebench.runs.progress import RunProgress
+from tradebench.runs.ray_services import Services
+from tradebench.runs.records import TRACE_ZST_FILE
+from tradebench.runs.spec import RunSpec
+from tradebench.runs.trace import trace_bytes
+
+ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install -e '.[ray]')")
+
+BLINDED = "scripted_memory_only_blinded_s0_20220301-20220308"
+SAME_BYTES = ("steps.parquet", "positions.parquet", "orders.parquet", "metrics.json")
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The nodes' scratch folder (datasets, attempts) for this module's cluster."""
+    return tmp_path_factory.mktemp("ray_scratch")
+
+
+@pytest.fixture(scope="module")
+def cluster(scratch: Path) -> Iterator[None]:
+    """One local two-CPU Ray cluster for the module (start-up is slow)."""
+    env = {"PYTHONPATH": str(REPO_ROOT), "TRADEBENCH_RAY_SCRATCH": str(scratch)}
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        logging_level="ERROR",
+        runtime_env={"env_vars": env},
+    )
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[LoopbackServer]:
+    """One loopback server for the module (its url is part of each episode's record)."""
+    with LoopbackServer(responder=scripted) as started:
+        yield started
+
+
+@pytest.fixture(scope="module")
+def local_run(
+    server: LoopbackServer, synth_dataset_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """The reference: the scripted-model spec run by the local executor."""
+    out = tmp_path_factory.mktemp("local") / "run"
+    server.responder = scripted
+    asyncio.run(
+        run_spec(RunSpec.model_validate(spec_dict(synth_dataset_dir, server.openai_url)), out)
+    )
+    return out
+
+
+def _trace_without_latency(folder: Path) -> list[Any]:
+    """The trace's steps with the measured call latencies (wall clock) left out."""
+
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k != "latency_s"}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    raw = trace_bytes(folder) or b""
+    return [strip(json.loads(line)) for line in raw.splitlines()]
+
+
+def _record(folder: Path) -> dict[str, Any]:
+    """`episode.json` with the model's endpoint left out (a replay moves it)."""
+    record = json.loads((folder / "episode.json").read_text(encoding="utf-8"))
+    (record.get("model") or {}).pop("base_url", None)
+    return record
+
+
+def assert_same_run(a: Path, b: Path, same_endpoint: bool = True) -> None:
+    """Byte-identical summary and step files, the same traces (latencies aside); the
+    records byte-identical too unless the endpoint moved."""
+    assert (a / "summary.parquet").read_bytes() == (b / "summary.parquet").read_bytes()
+    episodes = sorted(p.name for p in (a / "episodes").iterdir())
+    assert episodes == sorted(p.name for p in (b / "episodes").iterdir())
+    for name in episodes:
+        ea, eb = a / "episodes" / name, b / "episodes" / name
+        assert sorted(p.name for p in ea.iterdir()) == sorted(p.name for p in eb.iterdir())
+        assert _record(ea) == _record(eb)
+        for file in (*SAME_BYTES, "progress.jsonl", *(("episode.json",) * same_endpoint)):
+            assert (ea / file).exists() == (eb / file).exists(), file
+            if (ea / file).exists():
+                assert (ea / file).read_bytes() == (eb / file).read_bytes(), f"{name}/{file}"
+        assert _trace_without_latency(ea) == _trace_without_latency(eb)
+
+
+class KillOnce:
+    """`scripted`, except that at the blinded episode's first step-2 request, once the
+    driver's journal holds step 1, every model worker of the run is killed (SIGKILL)."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.progress = run_dir / "episodes" / BLINDED / "progress.jsonl"
+        self.fired = threading.Event()
+
+    def __call__(self, req: RecordedRequest) -> Reply:
+        text = json.dumps(req.body)
+        if not self.fired.is_set() and "Step 2 of" in text and "Identifiers: asset_" in text:
+            self.fired.set()
+            for _ in range(600):  # the step-1 line is on its way to the driver
+                if self.progress.exists() and self.progress.read_bytes().count(b"\n") >= 1:
+                    break
+                time.sleep(0.05)
+            for name in ray.util.list_named_actors():
+                if name.startswith("tradebench-model-"):
+                    os.kill(ray.get(ray.get_actor(name).pid.remote()), signal.SIGKILL)
+        return scripted(req)
+
+
+def test_ray_run_with_a_killed_worker_equals_the_local_run(
+    cluster: None,
+    server: LoopbackServer,
+    local_run: Path,
+    synth_dataset_dir: Path,
+    scratch: Path,
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "run"
+    killer = KillOnce(out)
+    progress = RunProgress()
+    server.responder = killer
+    try:
+        spec = {**spec_dict(synth_dataset_dir, server.openai_url), "executor": "ray"}
+        asyncio.run(run_spec(RunSpec.model_validate(spec), out, progress))
+    finally:
+        server.responder = scripted
+    assert killer.fired.is_set()
+    assert_same_run(local_run, out)
+    # the killed episode went back to a worker from its last step, not from the start
+    killed = [r for r in progress.retries if r.episode_id == BLINDED]
+    assert killed and all(r.from_step >= 1 for r in killed)
+    assert progress.resumed[BLINDED] == killed[-1].from_step
+    assert progress.states["done"] == progress.episodes_total == 4
+    assert sum(progress.states.values()) == 4  # nothing left queued, running or retrying
+    assert (out / "episodes" / BLINDED / TRACE_ZST_FILE).exists()
+    assert not (out / "episodes" / BLINDED / "trace.jsonl").exists()
+    # the dataset reached this one node once, however many workers ran episodes
+    assert progress.dataset_copies <= 1
+    assert len([p for p in (scratch / "datasets").iterdir() if p.is_dir()]) == 1
+
+
+def test_cli_replays_a_local_cache_on_ray_exactly(
+    cluster: None, local_run: Path, synth_dataset_dir: Path, tmp_path: Path
+) -> None:
+    """The run's one cache (read through its keeper actor) answers every request of the
+    Ray run, with no endpoint at all."""
+    spec = spec_dict(synth_dataset_dir, "http://127.0.0.1:9/v1")
+    spec["cache"] = {"mode": "replay", "path": str(local_run / "cache.sqlite")}
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec), encoding="utf-8")
+    result = CliRunner().invoke(
+        app, ["run", str(path), "-o", str(tmp_path / "run"), "--executor", "ray"]
+    )
+    assert result.exit_code == 0, result.output
+    assert_same_run(local_run, tmp_path / "run", same_endpoint=False)
+    assert yaml.safe_load((tmp_path / "run" / "spec.yaml").read_text())["executor"] == "ray"
+
+
+def test_four_workers_share_one_budget(cluster: None, tmp_path: Path) -> None:
+    with LoopbackServer(responder=lambda req: Reply.say("pong")) as server:
+        probe = get_model(
+            ModelConfig(
+                provider="openai", model="m", base_url=server.openai_url, max_tokens=MAX_TOKENS
+            )
+        )
+        reply = asyncio.run(
+            probe.generate([Message(role="user", content="ping")], sample_index=1000)
+        )
+        used = reply.usage.input_tokens + reply.usage.output_tokens
+        worst = len("ping") // 4 + MAX_TOKENS  # reserved: prompt chars / 4 plus max_tokens
+        assert worst >= used  # so a reservation covers the real use and the cap is exact
+        cap = 99 * used + worst  # one call after another, exactly 100 fit
+        start = server.count()
+        services = Services.start(BudgetConfig(max_tokens=cap), None, tmp_path / "c.sqlite", "off")
+        try:
+            worker = ray.remote(spend_until_refused).options(num_cpus=0)
+            counts = ray.get(
+                [worker.remote(services, server.openai_url, 1000 * (i + 2)) for i in range(4)]
+            )
+            spent = services.snapshot()
+        finally:
+            services.stop()
+        sent = server.count() - start
+    assert sent == sum(counts) == spent.calls
+    assert sent <= 100
+    # a worker is refused early only by the other three's reservations in flight
+    assert sent >= math.ceil((cap - 4 * worst) / used)
+    assert spent.input_tokens + spent.output_tokens <= cap
