@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pandas as pd
 import yaml
 
-from tradebench.report import figures, tables
+from tradebench.report import costs, figures, tables
 from tradebench.report.attribution_section import attribution_section
 from tradebench.report.episode_section import model_episodes_section
 from tradebench.report.horizons import Horizon, full_length, horizons, short_episodes
@@ -283,8 +283,28 @@ def usage_section(run: RunData, options: ReportOptions) -> Section:
     if usage.empty:
         return Section("Tokens and cost", note("No LLM episodes in this run."))
     rows = ["total" if a == "all agents" else "" for a in usage["agent"]]
-    body = note("Sums over every LLM episode, including unfinished ones.")
-    return Section("Tokens and cost", body + table(usage, row_classes=rows))
+    cost = usage["cost_usd"]
+    if len(usage) > 1 and cost.iloc[:-1].isna().any():  # a total over an unknown is unknown
+        cost = cost.where(usage["agent"] != "all agents", float("nan"))
+    usage = usage.assign(cost_usd=[costs.cost_text(c) for c in cost])
+    body = note(
+        "Sums over every LLM episode, including unfinished ones. cost_usd is unknown where "
+        "the model had no price (never counted as 0)."
+    )
+    parts = [body, table(usage, row_classes=rows, classes={"cost_usd": "num"})]
+    quotes = costs.price_quotes(run.run_dir)
+    if quotes:
+        parts.append("<h3>Prices used</h3>")
+        parts.append(
+            note(
+                "USD per million tokens, per model: the spec's price table (or --price) when "
+                "it has the model, else genai-prices as of the day shown (the date the price "
+                "took effect in that source where it lists one); large requests: every token "
+                "of a request above that many input tokens pays the higher rates."
+            )
+        )
+        parts.append(table(costs.price_table(quotes)))
+    return Section("Tokens and cost", "".join(parts))
 
 
 def faults_section(run: RunData, options: ReportOptions) -> Section | None:
