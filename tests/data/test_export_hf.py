@@ -17,8 +17,8 @@ from tests.report.run_folder import build_run_folder  # noqa: E402
 from tradebench.benchmarks.mcq.bars import resolve  # noqa: E402
 from tradebench.benchmarks.mcq.build.builder import BuildSpec, build  # noqa: E402
 from tradebench.benchmarks.mcq.records import write_jsonl  # noqa: E402
-from tradebench.data.exporters.hf import HFExport, export_hf, mcq_record_from_row  # noqa: E402
 from tradebench.errors import ConfigError  # noqa: E402
+from tradebench.integrations.hf_datasets import HFExport, export_hf, mcq_record_from_row  # noqa: E402
 from tradebench.runs.summary import write_summary  # noqa: E402
 
 
