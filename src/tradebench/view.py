@@ -99,6 +99,27 @@ class MarketView:
             return self._panel.listed[self.t - 1].copy()
         return _members_at(self._panel, self.as_of)
 
+    def member_window(self, lookback: int | None = None) -> np.ndarray:
+        """Boolean (L, N) universe of each of the last `lookback` visible days.
+
+        Row s is `member_mask` as it was on that day (intervals `start <= day < end`, or
+        the symbols with a bar on the day before). Past membership is public at T, so a
+        model trained before T can use the index as it stood on each training day.
+        """
+        start = 0 if lookback is None else max(0, self.t - lookback)
+        rows = np.arange(start, self.t)
+        out = np.zeros((rows.size, len(self.symbols)), dtype=bool)
+        intervals = self._panel.membership
+        if intervals is None:
+            out[rows > 0] = self._panel.listed[rows[rows > 0] - 1]
+            return out
+        days = self._panel.dates[rows]
+        keep = intervals.column >= 0
+        lo, hi = intervals.start[keep][:, None], intervals.end[keep][:, None]
+        which, day = np.nonzero((lo <= days[None, :]) & (days[None, :] < hi))
+        out[day, intervals.column[keep][which]] = True
+        return out
+
     def members(self) -> np.ndarray:
         """Symbols in the universe at T, in column order."""
         return self.symbols[self.member_mask()]

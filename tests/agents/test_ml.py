@@ -39,8 +39,12 @@ def needs(module: str) -> pytest.MarkDecorator:
 
 
 def _library(model: str) -> str:
-    """Top-level package that trains a registered model type (`lightgbm` or `sklearn`)."""
-    return MODELS.build(model)[0].estimator.split(".")[0]
+    """Top-level package that trains a registered table model type."""
+    estimator = MODELS.build(model)[0].estimator.split(".")[0]
+    return "lightgbm" if estimator == "double_ensemble" else estimator
+
+
+TABLE_MODELS = sorted(n for n in MODELS.names() if MODELS.build(n)[0].inputs == "table")
 
 
 SMALL = {
@@ -49,15 +53,21 @@ SMALL = {
     "random_forest": {"n_estimators": 10, "min_samples_leaf": 5, "max_samples": None},
     "extra_trees": {"n_estimators": 10, "min_samples_leaf": 5, "max_samples": None},
     "gbdt": {"max_iter": 30, "early_stopping": False},
+    "xgboost": {"num_boost_round": 60, "max_depth": 4, "eta": 0.1},
+    "catboost": {"num_boost_round": 60, "learning_rate": 0.1},
+    "double_ensemble": {"epochs": 20, "num_leaves": 8, "lambda_l1": 0.0, "lambda_l2": 0.0}
+    | {"learning_rate": 0.1, "fs_rows": 500},
 }
 ANCHOR = "2024-07-01"
 WINDOWS = TrainingConfig(train_days=120, valid_days=40)
 
 
-def test_eight_model_types_each_an_agent() -> None:
-    assert len(FACTOR_MODELS) >= 8
+def test_eighteen_model_types_each_an_agent() -> None:
+    assert len(FACTOR_MODELS) >= 18
     expected = {"lightgbm", "linear", "ridge", "lasso", "mlp", "random_forest", "extra_trees"}
-    assert expected | {"gbdt"} <= set(FACTOR_MODELS)
+    expected |= {"gbdt", "xgboost", "catboost", "double_ensemble", "lstm", "gru", "alstm"}
+    expected |= {"transformer", "tcn", "tabnet", "gats"}
+    assert expected <= set(FACTOR_MODELS)
     for name in FACTOR_MODELS:
         agent, spec = AGENTS.build(name, topk=10, n_drop=2, lot_size=100)
         assert agent.spec.name == name and spec.args["topk"] == 10
@@ -72,9 +82,7 @@ def test_lightgbm_defaults_are_qlibs_csi300_config() -> None:
 
 
 @pytest.mark.filterwarnings("ignore:Stochastic Optimizer")
-@pytest.mark.parametrize(
-    "name", [pytest.param(n, marks=needs(_library(n))) for n in sorted(MODELS.names())]
-)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=needs(_library(n))) for n in TABLE_MODELS])
 def test_every_model_learns_a_planted_signal(name: str) -> None:
     rng = np.random.RandomState(1337)
     x = rng.normal(size=(1500, 12)).astype(np.float32)

@@ -19,7 +19,14 @@ from typing import Any
 
 from tradebench.agents.factor.fork import openmp_guard
 
-__all__ = ["CachedModel", "cache_key", "default_cache_dir", "load_model", "save_model"]
+__all__ = [
+    "CachedModel",
+    "cache_key",
+    "cached_entries",
+    "default_cache_dir",
+    "load_model",
+    "save_model",
+]
 
 CACHE_ENV = "TRADEBENCH_MODEL_CACHE"
 """Environment variable that overrides the default cache folder."""
@@ -74,3 +81,25 @@ def save_model(folder: Path, key: str, cached: CachedModel) -> Path:
     meta = folder / f"{key}.json"
     meta.write_text(json.dumps(cached.meta, indent=2, sort_keys=True, default=str) + "\n")
     return path
+
+
+def cached_entries(folder: Path) -> list[dict[str, Any]]:
+    """The readable metadata of every model in `folder` (key added), newest first.
+
+    Reads the `.json` beside each `.pkl` only (no unpickling); unreadable ones are skipped.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    out = []
+    paths = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for path in paths:
+        if not (folder / f"{path.stem}.pkl").exists():
+            continue
+        try:
+            meta = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(meta, dict):
+            out.append({"key": path.stem, **meta})
+    return out

@@ -3,7 +3,9 @@
 Everything comes from a `MarketView` at (or after) the first decision day and is cut to
 the calendar strictly before that day, so training cannot see the evaluation window. The
 label of row s reads closes s+1 and s+2; windows end early enough that every label's
-last close is before the first decision day (`gap_days` >= the label horizon).
+last close is before the first decision day (`gap_days` >= the label horizon). A row is
+a (day, symbol) whose symbol was an index member on that day (point-in-time membership,
+`MarketView.member_window`) with a tradable bar and a label.
 """
 
 from __future__ import annotations
@@ -36,13 +38,17 @@ CLIP = 3.0
 MIN_TRAIN_DAYS = 20
 
 __all__ = [
+    "SequenceSet",
     "TrainWindows",
     "TrainingConfig",
     "TrainingSet",
     "TrainingSlice",
+    "build_sequence_set",
     "build_training_set",
+    "index_digest",
     "normalise_features",
     "prediction_features",
+    "prediction_sequences",
     "resolve_windows",
     "training_slice",
 ]
@@ -159,22 +165,32 @@ class TrainingSlice:
     windows: TrainWindows
     first_row: int
     raw: dict[str, np.ndarray]
+    members: np.ndarray
+    """(rows, N) point-in-time index membership of each row's day."""
     symbols: np.ndarray
     digest: str
 
 
-def training_slice(view: MarketView, anchor: Any, config: TrainingConfig) -> TrainingSlice:
-    """Cut the view's history to the rows the windows need (features' lookback included)."""
+def training_slice(
+    view: MarketView, anchor: Any, config: TrainingConfig, history: int = 0
+) -> TrainingSlice:
+    """Cut the view's history to the rows the windows need.
+
+    The features' lookback is included, plus `history` more rows before the training
+    window (a sequence model's earlier steps, a graph's correlation window).
+    """
     windows = resolve_windows(view.calendar, anchor, config)
-    first = max(windows.train[0] - (LOOKBACK - 1), 0)
+    first = max(windows.train[0] - (LOOKBACK - 1) - history, 0)
     last = (windows.valid or windows.train)[1] + LABEL_HORIZON
     raw = {k: view.window(k)[first : last + 1] for k in RAW_FIELDS}
+    members = view.member_window()[first : last + 1]
     digest = hashlib.sha256()
     digest.update(windows.calendar[first : last + 1].tobytes())
     digest.update("\0".join(map(str, view.symbols)).encode())
+    digest.update(np.packbits(members).tobytes())
     for k in RAW_FIELDS:
         digest.update(np.ascontiguousarray(raw[k]).tobytes())
-    return TrainingSlice(windows, first, raw, view.symbols, digest.hexdigest())
+    return TrainingSlice(windows, first, raw, members, view.symbols, digest.hexdigest())
 
 
 def normalise_features(values: np.ndarray, sample: np.ndarray) -> np.ndarray:
@@ -214,23 +230,49 @@ def _rows(
     return feats[:, r, c].T, y[r, c], index
 
 
+def index_digest(index: pd.MultiIndex) -> str:
+    """sha256 of a (date, symbol) row index: ties a model's metadata to its training rows."""
+    days = index.get_level_values("date").to_numpy().astype("datetime64[D]")
+    digest = hashlib.sha256(days.tobytes())
+    digest.update("\0".join(index.get_level_values("symbol")).encode())
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """Features, labels and the row sample of a slice (the shared first step)."""
+
+    inputs: Any
+    feats: np.ndarray
+    y: np.ndarray
+    sample: np.ndarray
+
+
+def _prepare(sl: TrainingSlice, normalise: bool) -> _Prepared:
+    inputs = inputs_from_arrays(sl.raw)
+    tradable = sl.raw["listed"] & ~sl.raw["suspended"]
+    universe = tradable & sl.members
+    feats = alpha_features(inputs).values
+    if normalise:
+        feats = normalise_features(feats, universe)
+    label = forward_label(inputs.close, tradable)
+    sample = universe & np.isfinite(label)
+    y = cs_zscore(label, sample)
+    sample &= np.isfinite(y)
+    return _Prepared(inputs, feats, y, sample)
+
+
 def build_training_set(
     sl: TrainingSlice, normalise: bool, max_rows: int | None = None, seed: int = 0
 ) -> TrainingSet:
     """Features, labels and index sets of the training and validation windows.
 
-    A row is a (day, symbol) with a tradable bar and a label; labels are z-scored across
-    each day's rows. `max_rows` keeps a seeded sample of training rows.
+    A row is a (day, symbol) of that day's index members with a tradable bar and a label;
+    labels are z-scored across each day's rows. `max_rows` keeps a seeded sample of
+    training rows.
     """
-    inputs = inputs_from_arrays(sl.raw)
-    tradable = sl.raw["listed"] & ~sl.raw["suspended"]
-    feats = alpha_features(inputs).values
-    if normalise:
-        feats = normalise_features(feats, tradable)
-    label = forward_label(inputs.close, tradable)
-    sample = tradable & np.isfinite(label)
-    y = cs_zscore(label, sample)
-    sample &= np.isfinite(y)
+    prep = _prepare(sl, normalise)
+    feats, y, sample = prep.feats, prep.y, prep.sample
     x_tr, y_tr, idx_tr = _rows(feats, y, sample, sl.windows.train, sl)
     if max_rows is not None and len(y_tr) > max_rows:
         keep = np.sort(np.random.default_rng(seed).choice(len(y_tr), max_rows, replace=False))
@@ -240,14 +282,123 @@ def build_training_set(
         idx_va = pd.MultiIndex.from_arrays([[], []], names=["date", "symbol"])
     else:
         x_va, y_va, idx_va = _rows(feats, y, sample, sl.windows.valid, sl)
-    return TrainingSet(x_tr, y_tr, x_va, y_va, idx_tr, idx_va, sl.windows, inputs.vwap_source)
+    return TrainingSet(x_tr, y_tr, x_va, y_va, idx_tr, idx_va, sl.windows, prep.inputs.vwap_source)
+
+
+@dataclass(frozen=True)
+class SequenceSet:
+    """Inputs of the PyTorch models: a normalised (rows, N, F) feature cube and row picks.
+
+    A training row (r, c) reads the cube at rows r-step_len+1 .. r of column c, so a
+    sequence only looks back; `rc_*` are slice rows and columns of the target rows.
+    """
+
+    cube: np.ndarray
+    rc_train: np.ndarray
+    rc_valid: np.ndarray
+    y_train: np.ndarray
+    y_valid: np.ndarray
+    train_index: pd.MultiIndex
+    valid_index: pd.MultiIndex
+    windows: TrainWindows
+    step_len: int
+    close: np.ndarray
+    """(rows, N) adjusted closes of the slice (the correlation graph reads them)."""
+    train_row0: int
+    """Slice row of the first training day."""
+    vwap_source: str
+
+
+def _coords(
+    sample: np.ndarray, span: tuple[int, int], sl: TrainingSlice
+) -> tuple[np.ndarray, pd.MultiIndex]:
+    lo, hi = span[0] - sl.first_row, span[1] - sl.first_row
+    mask = np.zeros(sample.shape, dtype=bool)
+    mask[lo : hi + 1] = sample[lo : hi + 1]
+    r, c = np.nonzero(mask)
+    index = pd.MultiIndex.from_arrays(
+        [pd.DatetimeIndex(sl.windows.calendar[r + sl.first_row]), sl.symbols[c].astype(str)],
+        names=["date", "symbol"],
+    )
+    return np.stack([r, c], axis=1), index
+
+
+def build_sequence_set(
+    sl: TrainingSlice, features: tuple[str, ...] | None, step_len: int
+) -> SequenceSet:
+    """Normalised feature sequences of the training and validation rows (PyTorch models).
+
+    Features are z-scored across each day's members (clipped, missing -> 0); `features`
+    picks a subset by name (None: all). Rows are chosen as in `build_training_set`.
+    """
+    prep = _prepare(sl, normalise=False)
+    pick = _feature_rows(features)
+    universe = sl.raw["listed"] & ~sl.raw["suspended"] & sl.members
+    cube = normalise_features(prep.feats[pick], universe).transpose(1, 2, 0)
+    sample = prep.sample.copy()
+    sample[: max(step_len - 1, 0)] = False
+    rc_tr, idx_tr = _coords(sample, sl.windows.train, sl)
+    if sl.windows.valid is None:
+        rc_va = np.zeros((0, 2), dtype=np.int64)
+        idx_va = pd.MultiIndex.from_arrays([[], []], names=["date", "symbol"])
+    else:
+        rc_va, idx_va = _coords(sample, sl.windows.valid, sl)
+    return SequenceSet(
+        cube=np.ascontiguousarray(cube),
+        rc_train=rc_tr,
+        rc_valid=rc_va,
+        y_train=prep.y[rc_tr[:, 0], rc_tr[:, 1]],
+        y_valid=prep.y[rc_va[:, 0], rc_va[:, 1]],
+        train_index=idx_tr,
+        valid_index=idx_va,
+        windows=sl.windows,
+        step_len=step_len,
+        close=prep.inputs.close,
+        train_row0=sl.windows.train[0] - sl.first_row,
+        vwap_source=prep.inputs.vwap_source,
+    )
+
+
+def _feature_rows(features: tuple[str, ...] | None) -> np.ndarray:
+    if features is None:
+        return np.arange(len(FEATURES))
+    where = {name: i for i, name in enumerate(FEATURES)}
+    unknown = [f for f in features if f not in where]
+    if unknown:
+        raise ConfigError(f"unknown features {unknown}; see tradebench.features.alpha.FEATURES")
+    return np.array([where[f] for f in features])
+
+
+def prediction_sequences(
+    view: MarketView, features: tuple[str, ...] | None, step_len: int
+) -> np.ndarray:
+    """(N, step_len, F) normalised feature sequences known before T's open (rows T-step..T-1).
+
+    Each row is normalised across that day's members, exactly as in training.
+    """
+    rows = LOOKBACK + step_len - 1
+    raw = {k: view.window(k, rows) for k in RAW_FIELDS}
+    n_sym = len(view.symbols)
+    n_feat = len(_feature_rows(features))
+    if raw["listed"].shape[0] == 0:
+        return np.zeros((n_sym, step_len, n_feat), dtype=np.float32)
+    feats = alpha_features(inputs_from_arrays(raw)).values[_feature_rows(features)]
+    universe = raw["listed"] & ~raw["suspended"] & view.member_window(rows)
+    cube = normalise_features(feats[:, -step_len:], universe[-step_len:])
+    out = np.zeros((n_sym, step_len, n_feat), dtype=np.float32)
+    have = cube.shape[1]
+    out[:, step_len - have :] = cube.transpose(2, 1, 0)
+    return out
 
 
 def prediction_features(view: MarketView, normalise: bool) -> np.ndarray:
-    """(N, F) features known before T's open: the panel computation's row for T-1."""
+    """(N, F) features known before T's open: the panel computation's row for T-1.
+
+    Normalised features are z-scored across T-1's members, as each training day's are.
+    """
     raw = {k: view.window(k, LOOKBACK) for k in RAW_FIELDS}
     feats = alpha_features_last(inputs_from_arrays(raw))
     if normalise and raw["listed"].shape[0]:
-        tradable = raw["listed"][-1:] & ~raw["suspended"][-1:]
-        feats = normalise_features(feats[:, None, :], tradable)[:, 0]
+        universe = raw["listed"][-1:] & ~raw["suspended"][-1:] & view.member_window(1)
+        feats = normalise_features(feats[:, None, :], universe)[:, 0]
     return feats.T
