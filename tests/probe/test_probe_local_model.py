@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.llm.test_llm_local_model import TEST_THREADS
 from tradebench.errors import ConfigError
 from tradebench.llm.local import LocalServer, find_bundled_model, llama_cpp_available
 from tradebench.probe.build import BuildConfig, build_probe_set
@@ -30,7 +31,7 @@ def local_server() -> Iterator[LocalServer]:
         bundled = find_bundled_model()
     except ConfigError as exc:
         pytest.skip(str(exc))
-    with LocalServer(bundled, n_ctx=4096, n_threads=2) as server:
+    with LocalServer(bundled, n_ctx=4096, n_threads=TEST_THREADS) as server:
         yield server
 
 
