@@ -1,10 +1,10 @@
 """`tradebench` command line: a thin typer app; every verb calls one library function.
 
 The only package that imports typer: one module per command group (`data`, `llm`, `mcq`,
-`probe`) or verb (`run`, `report`, `attribute`, `demo`), registered below by import path
-and loaded on first use (`cli/lazy.py`), so `tradebench --help` and an argument error
-import only typer, rich and the verb at hand. Library functions stay callable from Python
-without it.
+`probe`, `baselines`) or verb (`run`, `report`, `attribute`, `leaderboard`, `demo`),
+registered below by import path and loaded on first use (`cli/lazy.py`), so `tradebench
+--help` and an argument error import only typer, rich and the verb at hand. Library
+functions stay callable from Python without it.
 
 Adding a verb: one `Verb(name, "tradebench.cli.module:attribute", summary)` line in
 `VERBS`, where the attribute is a `typer.Typer` or a command function and the summary is the

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.console import Console
 
 from tradebench.cli.kit import console, exits_on_error
 
@@ -66,7 +67,7 @@ def list_models(
             "yes" if installed else "no",
             str(counts.get(name, 0)),
         )
-    console.print(table)
+    _print_wide(table)
 
 
 @app.command("train")
@@ -122,7 +123,13 @@ def train(
             started = time.perf_counter()
             fitted = run_job(job, report)
             rows.append((job, fitted, time.perf_counter() - started))
-    console.print(_summary(rows), width=max(console.width, 150))  # readable in a log file too
+    _print_wide(_summary(rows))
+
+
+def _print_wide(renderable: Any) -> None:
+    """Print at 160 columns or more whatever the terminal (`print(width=)` is capped at the
+    console's width), so a table stays whole in a narrow terminal and in a log file."""
+    Console(width=max(console.width, 160), highlight=False, soft_wrap=False).print(renderable)
 
 
 def _summary(rows: list[tuple[Any, Any, float]]) -> Any:

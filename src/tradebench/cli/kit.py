@@ -88,8 +88,8 @@ MaxCostUsd = Annotated[
     typer.Option(
         "--max-cost-usd",
         min=0.0,
-        help="Budget: cap on estimated cost in USD; every model needs a price (genai-prices "
-        "or --price) unless --allow-unknown-price.",
+        help="Budget: cap on estimated cost in USD; every model needs a price (genai-prices, "
+        "--price, or the spec's budget.prices) unless --allow-unknown-price.",
     ),
 ]
 AllowUnknownPrice = Annotated[

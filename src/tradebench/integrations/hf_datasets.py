@@ -203,5 +203,11 @@ def export_hf(job: HFExport) -> HFExportResult:
         dataset.save_to_disk(str(folders[kind]))
     for kind, dataset in built.items():
         if job.push:
-            dataset.push_to_hub(job.push, config_name=kind, token=token, private=job.private)
+            try:
+                dataset.push_to_hub(job.push, config_name=kind, token=token, private=job.private)
+            except Exception as exc:  # the Hub client's network, auth and HTTP errors
+                raise DataError(
+                    f"push of {kind} to {job.push} failed ({type(exc).__name__}: {exc}); "
+                    f"the local copy is in {folders[kind]}"
+                ) from None
     return HFExportResult({k: len(d) for k, d in built.items()}, folders, job.push)

@@ -69,7 +69,8 @@ class BudgetConfig(BaseModel):
                 raise ConfigError(
                     f"a cost cap is set but no price is known for {model.label} (the price "
                     f"table has no entry for {model.label} and {quote.source_version} lacks "
-                    f"it): add `--price {model.label}=IN,OUT` or `budget.prices`, or run with "
+                    f"it): add `budget.prices` in the spec (or `--price {model.label}=IN,OUT` "
+                    "where the command has it), or run with "
                     "`--allow-unknown-price` (spec: `budget.allow_unknown_price: true`) to "
                     "leave its cost unknown and uncapped"
                 )

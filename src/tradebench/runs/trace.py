@@ -4,7 +4,7 @@ While an episode runs, `Journal` appends one fsynced JSON line per step to `trac
 (resume after kill -9 stays exact). When the harness marks the episode done it calls
 `compact_trace`, which writes the same bytes as one zstd frame to `trace.jsonl.zst`,
 checks that they decompress to exactly those bytes, and only then removes the JSONL. A
-548-step model episode's trace shrinks from ~18 MB to well under 3 MB (docs/runs.md).
+548-step model episode's trace shrinks from ~7 MB to under 1 MB (docs/runs.md).
 
 Readers take either form (folders written before compaction keep `trace.jsonl`):
 `trace_lines(folder)` here, `zstd -dc trace.jsonl.zst` in a shell, or in Python

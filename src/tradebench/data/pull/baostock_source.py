@@ -197,7 +197,10 @@ def membership_from_snapshots(
     snapshots: tuple[pd.DataFrame, ...],
 ) -> tuple[pd.DataFrame, dict[str, str]]:
     """Half-open intervals from member lists stamped with their `updateDate` (pure)."""
-    table = pd.concat([s for s in snapshots if not s.empty], ignore_index=True)
+    lists = [s for s in snapshots if not s.empty]
+    if not lists:
+        raise DataError("query_hs300_stocks returned no member list for any queried day")
+    table = pd.concat(lists, ignore_index=True)
     _require(table, MEMBER_COLUMNS, "query_hs300_stocks")
     table = table.assign(
         symbol=[cn_symbol(c) for c in table["code"]], when=day(table["updateDate"])
