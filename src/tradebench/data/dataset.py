@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -20,6 +19,7 @@ from tradebench.data.panel import Panel, build_panel
 from tradebench.data.records import records_to_arrow, records_to_pandas, validate_records
 from tradebench.data.schema import REQUIRED_TABLES, TABLES, FileEntry, Manifest
 from tradebench.errors import DataError, DatasetCorruptError
+from tradebench.files import write_bytes_atomic
 
 MANIFEST = "manifest.json"
 PRICE_COLUMNS = ("open", "high", "low", "close")
@@ -113,9 +113,7 @@ def write_manifest(out: Path, manifest: Manifest) -> None:
     """Write `manifest.json` into the dataset folder `out` (whole or not at all: a
     temporary file renamed into place)."""
     path = Path(out) / MANIFEST
-    tmp = path.with_name(f"{MANIFEST}.{os.getpid()}.tmp")
-    tmp.write_text(manifest.model_dump_json(indent=2) + "\n")
-    os.replace(tmp, path)
+    write_bytes_atomic(path, (manifest.model_dump_json(indent=2) + "\n").encode())
 
 
 def _to_arrow(name: str, frame: pd.DataFrame) -> pa.Table:

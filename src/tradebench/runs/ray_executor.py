@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from tradebench.errors import BudgetExceeded, TradebenchError
+from tradebench.files import write_bytes_atomic
 from tradebench.llm.budget import BudgetState
 from tradebench.runs.journal import Journal
 from tradebench.runs.models import BudgetStop, first_error
@@ -102,9 +103,7 @@ def write_files(folder: Path, files: dict[str, bytes]) -> None:
     for rel, data in files.items():
         path = folder / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
+        write_bytes_atomic(path, data)
     for name in JOURNAL_FILES:
         if name not in files:
             (folder / name).unlink(missing_ok=True)

@@ -14,26 +14,18 @@ Readers take either form (folders written before compaction keep `trace.jsonl`):
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from tradebench.errors import DataError
+from tradebench.files import fsync_dir, write_bytes_atomic
 from tradebench.runs.records import TRACE_FILE, TRACE_ZST_FILE
 
 ZSTD_LEVEL = 9
 """zstd level of a compacted trace: repeated prompts across steps compress ~10-20x at it,
 and it writes tens of MB per second, negligible beside an episode's model calls."""
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def trace_bytes(folder: Path) -> bytes | None:
@@ -98,15 +90,9 @@ def compact_trace(folder: Path, level: int = ZSTD_LEVEL) -> Path | None:
     frame = codec.compress(data, asbytes=True)
     if codec.decompress(frame, decompressed_size=len(data), asbytes=True) != data:
         raise DataError(f"compressing {plain} did not round-trip; the JSONL is kept")
-    tmp = folder / f".{TRACE_ZST_FILE}.tmp"
-    with tmp.open("wb") as fh:
-        fh.write(frame)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, packed)
-    _fsync_dir(folder)
+    write_bytes_atomic(packed, frame, durable=True)
     plain.unlink()
-    _fsync_dir(folder)
+    fsync_dir(folder)
     return packed
 
 
@@ -121,12 +107,6 @@ def expand_trace(folder: Path) -> None:
     if not packed.exists():
         return
     if not plain.exists():
-        data = trace_bytes(folder) or b""
-        tmp = folder / f".{TRACE_FILE}.tmp"
-        with tmp.open("wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, plain)
+        write_bytes_atomic(plain, trace_bytes(folder) or b"", durable=True)
     packed.unlink()
-    _fsync_dir(folder)
+    fsync_dir(folder)

@@ -219,14 +219,8 @@ class TrainingSet:
 def _rows(
     feats: np.ndarray, y: np.ndarray, sample: np.ndarray, span: tuple[int, int], sl: TrainingSlice
 ) -> tuple[np.ndarray, np.ndarray, pd.MultiIndex]:
-    lo, hi = span[0] - sl.first_row, span[1] - sl.first_row
-    mask = np.zeros(sample.shape, dtype=bool)
-    mask[lo : hi + 1] = sample[lo : hi + 1]
-    r, c = np.nonzero(mask)
-    index = pd.MultiIndex.from_arrays(
-        [pd.DatetimeIndex(sl.windows.calendar[r + sl.first_row]), sl.symbols[c].astype(str)],
-        names=["date", "symbol"],
-    )
+    coords, index = _coords(sample, span, sl)
+    r, c = coords[:, 0], coords[:, 1]
     return feats[:, r, c].T, y[r, c], index
 
 

@@ -11,9 +11,7 @@ options' half-spread and commission.
 from __future__ import annotations
 
 import json
-import os
 import re
-import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -38,6 +36,7 @@ from tradebench.benchmarks.mandate.pool import draw_pool, sector_map
 from tradebench.benchmarks.mandate.report import REPORT_SECTIONS
 from tradebench.data.dataset import Dataset
 from tradebench.errors import ConfigError, MandateError
+from tradebench.files import write_bytes_atomic
 from tradebench.llm.types import Usage
 from tradebench.market.rules import MarketRules
 from tradebench.registry import Spec
@@ -171,9 +170,7 @@ def stored_mandate(run_dir: Path, opts: MandateOptions) -> CompiledMandate:
     compiled = compile_options(opts)
     path = Path(run_dir) / MANDATE_FILE
     if not path.exists():
-        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(compiled.model_dump_json(indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
+        write_bytes_atomic(path, (compiled.model_dump_json(indent=2) + "\n").encode())
     return compiled
 
 

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +21,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from tradebench.benchmarks.mandate.analysts import ANALYST_FUNCTIONS, AnalystSettings, Signal
+from tradebench.files import write_bytes_atomic
 from tradebench.view import MarketView
 
 CAPTURE_VERSION = 1
@@ -131,9 +130,7 @@ class CaptureStore:
         if not path.exists():
             data = canonical_bytes(build_capture(view, self.pool, self.analysts, self.settings))
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-            tmp.write_bytes(data)
-            os.replace(tmp, path)
+            write_bytes_atomic(path, data)
         data = path.read_bytes()
         return LoadedCapture(Capture.model_validate_json(data), data, sha256_hex(data))
 

@@ -50,6 +50,7 @@ from tradebench.benchmarks.mandate.capture import Capture, sha256_hex
 from tradebench.data.clock import decision_time
 from tradebench.data.dataset import Dataset
 from tradebench.data.records import Record
+from tradebench.files import write_bytes_atomic
 from tradebench.view import MarketView
 
 CERTIFICATE_VERSION = 1
@@ -385,9 +386,8 @@ def certify(
 def write_certificate(folder: Path, cert: EpisodeCertificate) -> Path:
     """Write `certificate.json` into an episode folder."""
     path = folder / CERTIFICATE_FILE
-    tmp = path.with_name(f"{CERTIFICATE_FILE}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_text(cert.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)  # whole, so a run table built meanwhile never reads half a file
+    # whole, so a run table built meanwhile never reads half a file
+    write_bytes_atomic(path, (cert.model_dump_json(indent=2) + "\n").encode())
     return path
 
 
