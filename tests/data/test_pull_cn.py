@@ -461,3 +461,11 @@ def test_fetch_baostock_calls_the_library_and_writes_the_dataset(
     # when changes are at least a month apart, as CSI300's are in this window
     days = pd.bdate_range(START, END)
     assert all(at(ds.membership, d) == at(members, d) for d in days)
+
+
+def test_no_member_list_on_any_queried_day_is_one_clear_error() -> None:
+    """baostock answering every `query_hs300_stocks` with an empty list is a data error
+    naming the query, not a pandas traceback."""
+    empty = pd.DataFrame(columns=["updateDate", "code", "code_name"])
+    with pytest.raises(DataError, match="query_hs300_stocks returned no member list"):
+        membership_from_snapshots((empty, empty))
