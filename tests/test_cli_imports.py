@@ -110,3 +110,18 @@ def test_help_lists_every_verb_and_verbs_dispatch() -> None:
     assert typo.exit_code == 2 and "Did you mean 'mcq'" in typo.output
     group = runner.invoke(app, ["mcq", "--help"])
     assert group.exit_code == 0 and "build" in group.output and "check" in group.output
+
+
+def test_argument_errors_do_not_build_pydantic_adapters_and_values_still_coerce() -> None:
+    """Typer coerces through pydantic; an unknown option or a missing argument is reported
+    before any value needs it, so pydantic stays unloaded, while a bad value is still refused
+    by typer's own coercion with exit code 2."""
+    missing = [["mcq", "build", "--no-such-option"], ["report"], ["data", "import", "--x"]]
+    out = _probe(missing)
+    assert all(code == 2 for code in out["codes"].values()), out["codes"]
+    assert "pydantic" not in out["modules"]
+    runner = CliRunner()
+    bad = runner.invoke(app, ["mcq", "build", "--seed", "x"])
+    assert bad.exit_code == 2 and "--seed" in bad.output and "integer" in bad.output
+    good = runner.invoke(app, ["mcq", "build", "--seed", "7", "--help"])
+    assert good.exit_code == 0

@@ -4,10 +4,17 @@
 the verb's module; `tradebench mcq build --bogus` imports only `tradebench.cli.mcq`. A verb
 is either a `typer.Typer` (a command group such as `data`) or a command function (such as
 `run`); both load into the same click commands `app.add_typer` / `app.command` would build.
+
+Typer (0.2x and later) coerces every parameter through a pydantic `TypeAdapter`, built the
+first time the parameter is processed, even for an option left at its default, so any
+dispatch to a verb would import pydantic (~60 ms here). `_defer_coercion` hands each
+parameter a stand-in that builds the real adapter only when a value arrives, so an unknown
+option or a missing argument is reported without it; values are coerced exactly as before.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Iterator, MutableMapping, Sequence
 from dataclasses import dataclass
@@ -110,6 +117,18 @@ class LazyGroup(TyperGroup):
         """Registered verbs in their declared order, then commands added directly."""
         return list(self.commands)
 
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """Parse the group's own options, its parameters' adapters deferred."""
+        _defer_coercion(self.get_params(ctx))
+        return super().parse_args(ctx, args)
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        """The verb to run (loaded), its parameters' adapters deferred throughout."""
+        name, command, rest = super().resolve_command(ctx, args)
+        if command is not None:
+            _defer_tree(command, ctx)
+        return name, command, rest
+
     def format_help(self, ctx: Any, formatter: Any) -> None:
         """The usual help, listing unloaded verbs by their summaries."""
         ctx.meta[_LISTING] = True
@@ -122,3 +141,46 @@ class LazyGroup(TyperGroup):
 def lazy_group(verbs: Sequence[Verb]) -> type[LazyGroup]:
     """The group class (for `typer.Typer(cls=...)`) that serves `verbs` lazily."""
     return type("TradebenchGroup", (LazyGroup,), {"verbs": tuple(verbs)})
+
+
+def _defer_tree(command: Any, ctx: Any) -> None:
+    """Defer coercion in `command` and, for a group, in every command below it."""
+    _defer_coercion(command.get_params(ctx))
+    for sub in getattr(command, "commands", {}).values():
+        _defer_tree(sub, ctx)
+
+
+def _defer_coercion(params: Sequence[Any]) -> None:
+    """Give each typer parameter a coercer that builds its pydantic adapter on first value.
+
+    A no-op on typer versions without lazily built runtime parameters.
+    """
+    deferred = _deferred_runtime_param()
+    if deferred is None:
+        return
+    for param in params:
+        if getattr(param, "_runtime_param", False) is None and hasattr(param, "type_descriptor"):
+            descriptor = param.type_descriptor
+            param._runtime_param = deferred(
+                parameter_info=descriptor.parameter_info, annotation=descriptor.annotation
+            )
+
+
+@functools.cache
+def _deferred_runtime_param() -> type | None:
+    """The stand-in runtime parameter class for this typer, or None where typer has none."""
+    try:
+        from typer._coercion import RuntimeParam, build_runtime_param
+    except ImportError:
+        return None
+
+    @dataclass(frozen=True)
+    class DeferredRuntimeParam(RuntimeParam):  # type: ignore[misc]
+        """Builds the real runtime parameter when the first non-missing value arrives."""
+
+        def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
+            real = build_runtime_param(param.type_descriptor)
+            param._runtime_param = real
+            return real._coerce_value(value, param=param, ctx=ctx)
+
+    return DeferredRuntimeParam
