@@ -112,3 +112,20 @@ def test_features_before_t_ignore_data_from_t_on(panel: Panel) -> None:
     at_decision = prediction_features(MarketView(fake, day), normalise=False)
     np.testing.assert_allclose(at_decision, clean.values[:, 99].T, rtol=1e-5, atol=1e-6)
     assert np.isfinite(at_decision).mean() > 0.5
+
+
+def test_a_requested_subset_equals_those_rows_of_the_full_computation() -> None:
+    """`alpha_features(inputs, names)` computes only `names` (a sequence model's 20), in the
+    order asked, bit for bit the rows of the full 158; k-bar names ending in a digit
+    (`KMID2`) are not rolling windows."""
+    full = alpha_features(INPUTS).values
+    rng = np.random.default_rng(7)
+    subsets = [("KMID2", "KLOW", "OPEN0"), ("VSUMD60", "KUP2", "CORD5", "RSQR10")]
+    subsets += [tuple(rng.choice(FEATURES, size=k, replace=False)) for k in (1, 20, 75)]
+    for names in subsets:
+        got = alpha_features(INPUTS, names)
+        assert got.names == names
+        want = full[[FEATURES.index(n) for n in names]]
+        assert got.values.tobytes() == want.tobytes(), names
+    with pytest.raises(Exception, match="unknown features"):
+        alpha_features(INPUTS, ("KMID", "NOPE5"))

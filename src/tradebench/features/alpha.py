@@ -13,12 +13,15 @@ Definitions: `docs/baselines_ml.md`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from tradebench.data.panel import Panel
+from tradebench.errors import ConfigError
 from tradebench.features.rolling import (
     EPS,
     delay,
@@ -135,43 +138,52 @@ def inputs_from_view(view: MarketView, lookback: int | None = LOOKBACK) -> Alpha
     return inputs_from_arrays({k: view.window(k, lookback) for k in RAW_FIELDS})
 
 
-def _kbar(x: AlphaInputs) -> Iterator[tuple[str, np.ndarray]]:
+Op = tuple[str, Callable[[], np.ndarray]]
+"""A feature's name (without its window) and the function computing it."""
+
+
+def _once(compute: Callable[[], Any]) -> Callable[[], Any]:
+    """`compute`, evaluated on the first call only: intermediates several features share."""
+    return functools.cache(compute)
+
+
+def _kbar(x: AlphaInputs) -> Iterator[Op]:
     o, h, lo, c = x.open, x.high, x.low, x.close
-    span = h - lo + EPS
-    top, bottom = np.maximum(o, c), np.minimum(o, c)
-    yield "KMID", safe_div(c - o, o)
-    yield "KLEN", safe_div(h - lo, o)
-    yield "KMID2", (c - o) / span
-    yield "KUP", safe_div(h - top, o)
-    yield "KUP2", (h - top) / span
-    yield "KLOW", safe_div(bottom - lo, o)
-    yield "KLOW2", (bottom - lo) / span
-    yield "KSFT", safe_div(2 * c - h - lo, o)
-    yield "KSFT2", (2 * c - h - lo) / span
+    span = _once(lambda: h - lo + EPS)
+    top, bottom = _once(lambda: np.maximum(o, c)), _once(lambda: np.minimum(o, c))
+    yield "KMID", lambda: safe_div(c - o, o)
+    yield "KLEN", lambda: safe_div(h - lo, o)
+    yield "KMID2", lambda: (c - o) / span()
+    yield "KUP", lambda: safe_div(h - top(), o)
+    yield "KUP2", lambda: (h - top()) / span()
+    yield "KLOW", lambda: safe_div(bottom() - lo, o)
+    yield "KLOW2", lambda: (bottom() - lo) / span()
+    yield "KSFT", lambda: safe_div(2 * c - h - lo, o)
+    yield "KSFT2", lambda: (2 * c - h - lo) / span()
     for name, field in zip(PRICE, (o, h, lo, x.vwap), strict=True):
-        yield name, safe_div(field, c)
+        yield name, lambda field=field: safe_div(field, c)
 
 
-def _price_ops(x: AlphaInputs, w: int) -> Iterator[tuple[str, np.ndarray]]:
+def _price_ops(x: AlphaInputs, w: int) -> Iterator[Op]:
     c = x.close
-    slope, r2, resid = rolling_regression(c, w)
-    hi, lo = rolling_max(x.high, w), rolling_min(x.low, w)
-    imax, imin = rolling_argmax(x.high, w), rolling_argmin(x.low, w)
-    yield "ROC", safe_div(delay(c, w), c)
-    yield "MA", safe_div(rolling_mean(c, w), c)
-    yield "STD", safe_div(rolling_std(c, w), c)
-    yield "BETA", safe_div(slope, c)
-    yield "RSQR", r2
-    yield "RESI", safe_div(resid, c)
-    yield "MAX", safe_div(hi, c)
-    yield "MIN", safe_div(lo, c)
-    yield "QTLU", safe_div(rolling_quantile(c, w, 0.8), c)
-    yield "QTLD", safe_div(rolling_quantile(c, w, 0.2), c)
-    yield "RANK", rolling_rank_last(c, w)
-    yield "RSV", (c - lo) / (hi - lo + EPS)
-    yield "IMAX", imax / w
-    yield "IMIN", imin / w
-    yield "IMXD", (imax - imin) / w
+    reg = _once(lambda: rolling_regression(c, w))
+    hi, lo = _once(lambda: rolling_max(x.high, w)), _once(lambda: rolling_min(x.low, w))
+    imax, imin = _once(lambda: rolling_argmax(x.high, w)), _once(lambda: rolling_argmin(x.low, w))
+    yield "ROC", lambda: safe_div(delay(c, w), c)
+    yield "MA", lambda: safe_div(rolling_mean(c, w), c)
+    yield "STD", lambda: safe_div(rolling_std(c, w), c)
+    yield "BETA", lambda: safe_div(reg()[0], c)
+    yield "RSQR", lambda: reg()[1]
+    yield "RESI", lambda: safe_div(reg()[2], c)
+    yield "MAX", lambda: safe_div(hi(), c)
+    yield "MIN", lambda: safe_div(lo(), c)
+    yield "QTLU", lambda: safe_div(rolling_quantile(c, w, 0.8), c)
+    yield "QTLD", lambda: safe_div(rolling_quantile(c, w, 0.2), c)
+    yield "RANK", lambda: rolling_rank_last(c, w)
+    yield "RSV", lambda: (c - lo()) / (hi() - lo() + EPS)
+    yield "IMAX", lambda: imax() / w
+    yield "IMIN", lambda: imin() / w
+    yield "IMXD", lambda: (imax() - imin()) / w
 
 
 def _updown(diff: np.ndarray, w: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -182,48 +194,57 @@ def _updown(diff: np.ndarray, w: int) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return up / total, down / total, total
 
 
-def _flow_ops(
-    x: AlphaInputs, w: int, shared: dict[str, np.ndarray]
-) -> Iterator[tuple[str, np.ndarray]]:
-    c, diff = x.close, shared["diff"]
-    up = np.where(np.isnan(diff), np.nan, (diff > 0).astype(float))
-    down = np.where(np.isnan(diff), np.nan, (diff < 0).astype(float))
-    cntp, cntn = rolling_mean(up, w), rolling_mean(down, w)
-    sump, sumn, _ = _updown(diff, w)
-    yield "CORR", rolling_corr(c, shared["log_volume"], w)
-    yield "CORD", rolling_corr(shared["ratio"], shared["log_volume_ratio"], w)
-    yield "CNTP", cntp
-    yield "CNTN", cntn
-    yield "CNTD", cntp - cntn
-    yield "SUMP", sump
-    yield "SUMN", sumn
-    yield "SUMD", sump - sumn
+def _flow_ops(x: AlphaInputs, w: int, shared: _Shared) -> Iterator[Op]:
+    def counts() -> tuple[np.ndarray, np.ndarray]:
+        diff = shared.diff()
+        up = np.where(np.isnan(diff), np.nan, (diff > 0).astype(float))
+        down = np.where(np.isnan(diff), np.nan, (diff < 0).astype(float))
+        return rolling_mean(up, w), rolling_mean(down, w)
+
+    cnt = _once(counts)
+    sums = _once(lambda: _updown(shared.diff(), w))
+    yield "CORR", lambda: rolling_corr(x.close, shared.log_volume(), w)
+    yield "CORD", lambda: rolling_corr(shared.ratio(), shared.log_volume_ratio(), w)
+    yield "CNTP", lambda: cnt()[0]
+    yield "CNTN", lambda: cnt()[1]
+    yield "CNTD", lambda: cnt()[0] - cnt()[1]
+    yield "SUMP", lambda: sums()[0]
+    yield "SUMN", lambda: sums()[1]
+    yield "SUMD", lambda: sums()[0] - sums()[1]
 
 
-def _volume_ops(
-    x: AlphaInputs, w: int, shared: dict[str, np.ndarray]
-) -> Iterator[tuple[str, np.ndarray]]:
+def _volume_ops(x: AlphaInputs, w: int, shared: _Shared) -> Iterator[Op]:
     v = x.volume
-    weighted = np.abs(shared["ratio"] - 1.0) * v
-    vsump, vsumn, _ = _updown(shared["volume_diff"], w)
-    yield "VMA", rolling_mean(v, w) / (v + EPS)
-    yield "VSTD", rolling_std(v, w) / (v + EPS)
-    yield "WVMA", rolling_std(weighted, w) / (rolling_mean(weighted, w) + EPS)
-    yield "VSUMP", vsump
-    yield "VSUMN", vsumn
-    yield "VSUMD", vsump - vsumn
+    weighted = _once(lambda: np.abs(shared.ratio() - 1.0) * v)
+    vsums = _once(lambda: _updown(shared.volume_diff(), w))
+    yield "VMA", lambda: rolling_mean(v, w) / (v + EPS)
+    yield "VSTD", lambda: rolling_std(v, w) / (v + EPS)
+    yield "WVMA", lambda: rolling_std(weighted(), w) / (rolling_mean(weighted(), w) + EPS)
+    yield "VSUMP", lambda: vsums()[0]
+    yield "VSUMN", lambda: vsums()[1]
+    yield "VSUMD", lambda: vsums()[0] - vsums()[1]
 
 
-def _shared(x: AlphaInputs) -> dict[str, np.ndarray]:
-    c1, v1 = delay(x.close, 1), delay(x.volume, 1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return {
-            "diff": x.close - c1,
-            "ratio": safe_div(x.close, c1),
-            "log_volume": np.log(x.volume + 1.0),
-            "log_volume_ratio": np.log(safe_div(x.volume, v1) + 1.0),
-            "volume_diff": x.volume - v1,
-        }
+class _Shared:
+    """Day-over-day changes every window's flow and volume features read, each computed
+    on first use."""
+
+    def __init__(self, x: AlphaInputs) -> None:
+        c1, v1 = _once(lambda: delay(x.close, 1)), _once(lambda: delay(x.volume, 1))
+        quiet = functools.partial(np.errstate, invalid="ignore", divide="ignore")
+
+        def guarded(compute: Callable[[], np.ndarray]) -> Callable[[], np.ndarray]:
+            def run() -> np.ndarray:
+                with quiet():
+                    return compute()
+
+            return _once(run)
+
+        self.diff = guarded(lambda: x.close - c1())
+        self.ratio = guarded(lambda: safe_div(x.close, c1()))
+        self.log_volume = guarded(lambda: np.log(x.volume + 1.0))
+        self.log_volume_ratio = guarded(lambda: np.log(safe_div(x.volume, v1()) + 1.0))
+        self.volume_diff = guarded(lambda: x.volume - v1())
 
 
 def _tail(inputs: AlphaInputs, rows: int) -> AlphaInputs:
@@ -234,24 +255,49 @@ def _tail(inputs: AlphaInputs, rows: int) -> AlphaInputs:
     return AlphaInputs(**cut, vwap_source=inputs.vwap_source)
 
 
-def _window_ops(x: AlphaInputs, w: int) -> Iterator[tuple[str, np.ndarray]]:
-    shared = _shared(x)
+def _window_ops(x: AlphaInputs, w: int) -> Iterator[Op]:
+    shared = _Shared(x)
     yield from _price_ops(x, w)
     yield from _flow_ops(x, w, shared)
     yield from _volume_ops(x, w, shared)
 
 
-def alpha_features(inputs: AlphaInputs) -> AlphaFeatures:
-    """All 158 features, (F, T, N) float32, row s from input rows <= s."""
-    index = {name: i for i, name in enumerate(FEATURES)}
-    out = np.empty((len(FEATURES), *inputs.close.shape), dtype=np.float32)
-    for name, values in _kbar(inputs):
-        out[index[name]] = values
+def _named(names: Sequence[str] | None) -> tuple[str, ...]:
+    """The requested feature names (all 158 for None), each checked."""
+    if names is None:
+        return FEATURES
+    unknown = sorted(set(names) - set(FEATURES))
+    if unknown:
+        raise ConfigError(f"unknown features {unknown}; see tradebench.features.alpha.FEATURES")
+    return tuple(names)
+
+
+def _window_of(name: str) -> int | None:
+    """The rolling window of a feature name (`CORR20` -> 20), None for k-bar and price."""
+    if name in KBAR or name in PRICE:
+        return None
+    return int(name[len(name.rstrip("0123456789")) :])
+
+
+def alpha_features(inputs: AlphaInputs, names: Sequence[str] | None = None) -> AlphaFeatures:
+    """The features `names` (default all 158, in Qlib's order), (F, T, N) float32, row s
+    from input rows <= s. Only the requested features and what they share are computed:
+    a sequence model's 20 cost a fraction of the 158."""
+    wanted = _named(names)
+    index = {name: i for i, name in enumerate(wanted)}
+    out = np.empty((len(wanted), *inputs.close.shape), dtype=np.float32)
+    windows = {_window_of(n) for n in wanted}
+    if None in windows:
+        for name, compute in _kbar(inputs):
+            if name in index:
+                out[index[name]] = compute()
     for w in WINDOWS:
-        for op, values in _window_ops(inputs, w):
-            out[index[f"{op}{w}"]] = values
+        if w in windows:
+            for op, compute in _window_ops(inputs, w):
+                if f"{op}{w}" in index:
+                    out[index[f"{op}{w}"]] = compute()
     np.nan_to_num(out, copy=False, nan=np.nan, posinf=np.nan, neginf=np.nan)
-    return AlphaFeatures(names=FEATURES, values=out, vwap_source=inputs.vwap_source)
+    return AlphaFeatures(names=wanted, values=out, vwap_source=inputs.vwap_source)
 
 
 def alpha_features_last(inputs: AlphaInputs) -> np.ndarray:
@@ -261,11 +307,11 @@ def alpha_features_last(inputs: AlphaInputs) -> np.ndarray:
     out = np.full((len(FEATURES), inputs.close.shape[1]), np.nan, dtype=np.float32)
     if inputs.close.shape[0] == 0:
         return out
-    for name, values in _kbar(_tail(inputs, 1)):
-        out[index[name]] = values[-1]
+    for name, compute in _kbar(_tail(inputs, 1)):
+        out[index[name]] = compute()[-1]
     for w in WINDOWS:
-        for op, values in _window_ops(_tail(inputs, w + 1), w):
-            out[index[f"{op}{w}"]] = values[-1]
+        for op, compute in _window_ops(_tail(inputs, w + 1), w):
+            out[index[f"{op}{w}"]] = compute()[-1]
     np.nan_to_num(out, copy=False, nan=np.nan, posinf=np.nan, neginf=np.nan)
     return out
 

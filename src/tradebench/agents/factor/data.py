@@ -242,11 +242,13 @@ class _Prepared:
     sample: np.ndarray
 
 
-def _prepare(sl: TrainingSlice, normalise: bool) -> _Prepared:
+def _prepare(
+    sl: TrainingSlice, normalise: bool, features: tuple[str, ...] | None = None
+) -> _Prepared:
     inputs = inputs_from_arrays(sl.raw)
     tradable = sl.raw["listed"] & ~sl.raw["suspended"]
     universe = tradable & sl.members
-    feats = alpha_features(inputs).values
+    feats = alpha_features(inputs, features).values
     if normalise:
         feats = normalise_features(feats, universe)
     label = forward_label(inputs.close, tradable)
@@ -325,10 +327,9 @@ def build_sequence_set(
     Features are z-scored across each day's members (clipped, missing -> 0); `features`
     picks a subset by name (None: all). Rows are chosen as in `build_training_set`.
     """
-    prep = _prepare(sl, normalise=False)
-    pick = _feature_rows(features)
+    prep = _prepare(sl, normalise=False, features=features)
     universe = sl.raw["listed"] & ~sl.raw["suspended"] & sl.members
-    cube = normalise_features(prep.feats[pick], universe).transpose(1, 2, 0)
+    cube = normalise_features(prep.feats, universe).transpose(1, 2, 0)
     sample = prep.sample.copy()
     sample[: max(step_len - 1, 0)] = False
     rc_tr, idx_tr = _coords(sample, sl.windows.train, sl)
@@ -353,16 +354,6 @@ def build_sequence_set(
     )
 
 
-def _feature_rows(features: tuple[str, ...] | None) -> np.ndarray:
-    if features is None:
-        return np.arange(len(FEATURES))
-    where = {name: i for i, name in enumerate(FEATURES)}
-    unknown = [f for f in features if f not in where]
-    if unknown:
-        raise ConfigError(f"unknown features {unknown}; see tradebench.features.alpha.FEATURES")
-    return np.array([where[f] for f in features])
-
-
 def prediction_sequences(
     view: MarketView, features: tuple[str, ...] | None, step_len: int
 ) -> np.ndarray:
@@ -373,10 +364,10 @@ def prediction_sequences(
     rows = LOOKBACK + step_len - 1
     raw = {k: view.window(k, rows) for k in RAW_FIELDS}
     n_sym = len(view.symbols)
-    n_feat = len(_feature_rows(features))
+    n_feat = len(FEATURES if features is None else features)
     if raw["listed"].shape[0] == 0:
         return np.zeros((n_sym, step_len, n_feat), dtype=np.float32)
-    feats = alpha_features(inputs_from_arrays(raw)).values[_feature_rows(features)]
+    feats = alpha_features(inputs_from_arrays(raw), features).values
     universe = raw["listed"] & ~raw["suspended"] & view.member_window(rows)
     cube = normalise_features(feats[:, -step_len:], universe[-step_len:])
     out = np.zeros((n_sym, step_len, n_feat), dtype=np.float32)
