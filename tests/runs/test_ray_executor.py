@@ -163,6 +163,8 @@ def test_ray_run_with_a_killed_worker_equals_the_local_run(
     killed = [r for r in progress.retries if r.episode_id == BLINDED]
     assert killed and all(r.from_step >= 1 for r in killed)
     assert progress.resumed[BLINDED] == killed[-1].from_step
+    # the call in flight at the kill was reserved by a dead process: the budget freed it
+    assert sum(calls for _, calls, _ in progress.freed_reservations) >= 1
     assert progress.states["done"] == progress.episodes_total == 4
     assert sum(progress.states.values()) == 4  # nothing left queued, running or retrying
     assert (out / "episodes" / BLINDED / TRACE_ZST_FILE).exists()

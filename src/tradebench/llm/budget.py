@@ -186,10 +186,14 @@ class Budget:
         """`settle` as a coroutine (see `reserve_async`)."""
         self.settle(model, held, usage)
 
-    def settle(self, model: ModelConfig, held: Reservation, usage: Usage | None) -> None:
-        """Release `held` and charge the real `usage` (None = the call failed, no charge)."""
+    def release(self, held: Reservation) -> None:
+        """Free `held` without a charge (a call that never completed)."""
         self._reserved_tokens -= held.tokens
         self._reserved_cost -= held.cost_usd
+
+    def settle(self, model: ModelConfig, held: Reservation, usage: Usage | None) -> None:
+        """Release `held` and charge the real `usage` (None = the call failed, no charge)."""
+        self.release(held)
         if usage is None:
             return
         price = self.quote(model).price

@@ -40,6 +40,8 @@ class RunProgress:
     """Episodes that started from a checkpoint on a worker: id -> steps restored."""
     dataset_copies: int = 0
     """Times a worker node wrote the dataset to its local disk (Ray executor)."""
+    freed_reservations: list[tuple[int, int, int]] = field(default_factory=list)
+    """(worker slot, calls, tokens) the budget freed from dead worker processes (Ray)."""
     listeners: list[Callable[[RunProgress], None]] = field(default_factory=list)
 
     def bump(self, *, episodes: int = 0, steps: int = 0, tokens: int = 0) -> None:

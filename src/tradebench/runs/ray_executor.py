@@ -132,7 +132,7 @@ class WorkerPool:
             "scheduling_strategy": "SPREAD",
         }
         actors = [
-            actor.options(name=f"{WORKER_PREFIX}{token}-{i}", **opts).remote(spec, services)
+            actor.options(name=f"{WORKER_PREFIX}{token}-{i}", **opts).remote(spec, services, i)
             for i in range(n)
         ]
         return cls(actors, [0] * n)
@@ -300,4 +300,5 @@ async def run_on_ray(
             workers.stop()
         if services is not None:
             _save_budget(run_dir / BUDGET_FILE, services.snapshot())
+            progress.freed_reservations = services.release_all()
             services.stop()

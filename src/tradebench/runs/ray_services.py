@@ -9,10 +9,17 @@ gets, live or in replay, exactly as with one process. Both are pinned to the dri
 and cost one local round trip per call (well under a millisecond beside a model call).
 `RemoteBudget` and `RemoteCache` are what a worker's models are built with: they have the
 awaited interface of `Budget` and `ResponseCache`.
+
+A worker that dies holds its calls' reservations forever unless someone frees them. Each
+model worker reserves as a `Holder`: its slot in the pool and an id drawn when the process
+starts. When Ray restarts a slot's actor, the new process's first reservation tells the
+keeper that the slot's previous process is gone, and the keeper frees what that process
+still held; a late settle from it charges its usage and frees nothing twice.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,25 +29,109 @@ from tradebench.llm.cache import CacheMode, ResponseCache
 from tradebench.llm.types import ChatResponse, ModelConfig, Usage
 from tradebench.runs.ray_cluster import require_ray
 
+log = logging.getLogger("tradebench.runs")
+
+
+@dataclass(frozen=True)
+class Holder:
+    """Who holds a reservation: a model worker's pool slot and its process's id."""
+
+    slot: int
+    process: str
+
+
+@dataclass
+class _Held:
+    """What one worker process holds in flight."""
+
+    process: str
+    tokens: int = 0
+    cost_usd: float = 0.0
+    calls: int = 0
+
 
 class BudgetKeeper:
-    """Actor body: the run's budget (serial calls, so reserve is atomic)."""
+    """Actor body: the run's budget (serial calls, so reserve is atomic), and what each
+    worker process holds in flight."""
 
     def __init__(self, config: BudgetConfig, state: BudgetState | None) -> None:
         """Resume from `state` (the run's saved spend) or start from zero."""
         self.budget = Budget(config, state)
+        self.held: dict[int, _Held] = {}
+        self.freed: list[tuple[int, int, int]] = []
+        """(slot, calls, tokens) freed from each restarted worker process, in order."""
 
     def require_price(self, model: ModelConfig) -> None:
         """See `Budget.require_price` (records the price used in the run's state)."""
         self.budget.require_price(model)
 
-    def reserve(self, model: ModelConfig, worst: Usage) -> Reservation:
-        """See `Budget.reserve` (raises `BudgetExceeded` to the caller)."""
-        return self.budget.reserve(model, worst)
+    def reserve(
+        self, model: ModelConfig, worst: Usage, holder: Holder | None = None
+    ) -> Reservation:
+        """See `Budget.reserve` (raises `BudgetExceeded` to the caller), held by `holder`.
 
-    def settle(self, model: ModelConfig, held: Reservation, usage: Usage | None) -> None:
-        """See `Budget.settle`."""
+        A new process in a slot frees what the slot's previous process still held first.
+        """
+        if holder is not None:
+            self._adopt(holder)
+        reservation = self.budget.reserve(model, worst)
+        if holder is not None:
+            tally = self.held[holder.slot]
+            tally.tokens += reservation.tokens
+            tally.cost_usd += reservation.cost_usd
+            tally.calls += 1
+        return reservation
+
+    def settle(
+        self,
+        model: ModelConfig,
+        held: Reservation,
+        usage: Usage | None,
+        holder: Holder | None = None,
+    ) -> None:
+        """See `Budget.settle`; a process already replaced in its slot is only charged."""
+        if holder is not None:
+            tally = self.held.get(holder.slot)
+            if tally is None or tally.process != holder.process:
+                self.budget.settle(model, Reservation(tokens=0, cost_usd=0.0), usage)
+                return  # its hold was freed when its slot restarted
+            tally.tokens -= held.tokens
+            tally.cost_usd -= held.cost_usd
+            tally.calls -= 1
         self.budget.settle(model, held, usage)
+
+    def _adopt(self, holder: Holder) -> None:
+        tally = self.held.get(holder.slot)
+        if tally is not None and tally.process == holder.process:
+            return
+        if tally is not None:
+            self._free(holder.slot, tally)
+        self.held[holder.slot] = _Held(holder.process)
+
+    def _free(self, slot: int, tally: _Held) -> None:
+        if not tally.calls:
+            return
+        self.budget.release(Reservation(tokens=tally.tokens, cost_usd=tally.cost_usd))
+        self.freed.append((slot, tally.calls, tally.tokens))
+        log.warning(
+            "model worker %d lost a process: freed %d reservation(s) (%d tokens) it held",
+            slot,
+            tally.calls,
+            tally.tokens,
+        )
+
+    def release_all(self) -> list[tuple[int, int, int]]:
+        """At the end of a run, when no call is in flight any more: free what dead worker
+        processes whose slot never reserved again still hold. Returns every (slot, calls,
+        tokens) freed over the run."""
+        for slot, tally in self.held.items():
+            self._free(slot, tally)
+        self.held = {}
+        return list(self.freed)
+
+    def in_flight(self) -> dict[int, tuple[int, int]]:
+        """(calls, tokens) each worker slot's current process holds now."""
+        return {slot: (h.calls, h.tokens) for slot, h in self.held.items()}
 
     def snapshot(self) -> BudgetState:
         """The spend so far (saved by the driver as `budget.json`)."""
@@ -82,10 +173,12 @@ async def call(ref: Any) -> Any:
 class RemoteBudget:
     """A worker's view of the `BudgetKeeper` (what `BudgetedModel` awaits)."""
 
-    def __init__(self, keeper: Any, config: BudgetConfig) -> None:
-        """Use the keeper actor `keeper`, whose caps and prices are `config`."""
+    def __init__(self, keeper: Any, config: BudgetConfig, holder: Holder | None = None) -> None:
+        """Use the keeper actor `keeper`, whose caps and prices are `config`; reservations
+        are held by `holder` (a model worker's slot and process)."""
         self.keeper = keeper
         self.config = config
+        self.holder = holder
 
     def require_price(self, model: ModelConfig) -> None:
         """See `Budget.require_price`, checked locally from the same config (the driver has
@@ -94,13 +187,13 @@ class RemoteBudget:
 
     async def reserve_async(self, model: ModelConfig, worst: Usage) -> Reservation:
         """Reserve at the keeper (raises `BudgetExceeded` when a cap could be crossed)."""
-        return await call(self.keeper.reserve.remote(model, worst))
+        return await call(self.keeper.reserve.remote(model, worst, self.holder))
 
     async def settle_async(
         self, model: ModelConfig, held: Reservation, usage: Usage | None
     ) -> None:
         """Settle at the keeper."""
-        await call(self.keeper.settle.remote(model, held, usage))
+        await call(self.keeper.settle.remote(model, held, usage, self.holder))
 
 
 class RemoteCache:
@@ -173,15 +266,19 @@ class Services:
                     raise exc.cause from None
                 raise
 
-    def remote_budget(self) -> RemoteBudget:
-        """What workers charge."""
-        return RemoteBudget(self.budget, self.config)
+    def remote_budget(self, holder: Holder | None = None) -> RemoteBudget:
+        """What workers charge (model workers as `holder`)."""
+        return RemoteBudget(self.budget, self.config, holder)
 
     def remote_cache(self) -> RemoteCache | None:
         """What workers read and write replies through (None when the cache is off)."""
         if self.cache is None:
             return None
         return RemoteCache(self.cache, self.cache_path, self.cache_mode)
+
+    def release_all(self) -> list[tuple[int, int, int]]:
+        """See `BudgetKeeper.release_all` (called once every episode has ended)."""
+        return require_ray().get(self.budget.release_all.remote())
 
     def snapshot(self) -> BudgetState:
         """The keeper's spend so far."""

@@ -30,7 +30,7 @@ from tradebench.llm.base import ChatModel, get_model
 from tradebench.runs.dataset_cache import cached_dataset
 from tradebench.runs.protocol import Benchmark, EpisodeContext, EpisodeRef
 from tradebench.runs.ray_cluster import DatasetShipment, materialise, node_copy, scratch_root
-from tradebench.runs.ray_services import Services
+from tradebench.runs.ray_services import Holder, Services
 from tradebench.runs.records import PROGRESS_FILE, TRACE_FILE, EpisodeRecord, episode_folder
 from tradebench.runs.spec import RunSpec
 from tradebench.runs.trace import compact_trace
@@ -191,9 +191,11 @@ def cpu_episode(job: EpisodeJob) -> Iterator[StepDelta | EpisodeResult]:
 class ModelWorker:
     """Async actor body: runs many model episodes at once through the run's keepers."""
 
-    def __init__(self, spec: RunSpec, services: Services) -> None:
-        """Build one model per model agent of `spec`, charging and caching remotely."""
-        budget, cache = services.remote_budget(), services.remote_cache()
+    def __init__(self, spec: RunSpec, services: Services, slot: int = 0) -> None:
+        """Build one model per model agent of `spec`, charging and caching remotely; its
+        reservations are held as (`slot`, an id of this process)."""
+        holder = Holder(slot, uuid.uuid4().hex)
+        budget, cache = services.remote_budget(holder), services.remote_cache()
         self.models: dict[str, ChatModel] = {
             a.name: get_model(
                 a.model_config_(),
