@@ -25,8 +25,9 @@ from pathlib import Path
 import numpy as np
 from _common import import_real_cn
 
-from tradebench.agents.factor.agent import FACTOR_MODELS, build_ml_agent, train_or_load
+from tradebench.agents.factor.agent import FACTOR_MODELS, build_ml_agent
 from tradebench.agents.factor.signal import realised_labels, score_days
+from tradebench.agents.factor.training import train_or_load
 from tradebench.data import load_dataset
 from tradebench.metrics.attribution_ic import daily_ic, signal_quality
 from tradebench.view import MarketView, to_day

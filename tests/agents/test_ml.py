@@ -14,14 +14,10 @@ import pandas as pd
 import pytest
 
 from tests.features.tamper import tampered
-from tradebench.agents.factor.agent import (
-    FACTOR_MODELS,
-    build_ml_agent,
-    topk_dropout,
-    train_or_load,
-)
+from tradebench.agents.factor.agent import FACTOR_MODELS, build_ml_agent, topk_dropout
 from tradebench.agents.factor.data import TrainingConfig, build_training_set, training_slice
 from tradebench.agents.factor.models import LGB_CSI300, MODELS, fit_estimator, predict
+from tradebench.agents.factor.training import train_or_load
 from tradebench.agents.protocol import AGENTS
 from tradebench.data import load_dataset
 from tradebench.data.panel import Panel

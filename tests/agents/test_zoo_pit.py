@@ -15,14 +15,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tradebench.agents.factor.agent import (
-    build_ml_agent,
-    retrain_anchor,
-    train_or_load,
-    training_data,
-)
+from tradebench.agents.factor.agent import build_ml_agent
 from tradebench.agents.factor.data import TrainingConfig, index_digest
 from tradebench.agents.factor.models import MODELS
+from tradebench.agents.factor.training import retrain_anchor, train_or_load, training_data
 from tradebench.data import load_dataset
 from tradebench.data.panel import Panel
 from tradebench.features.alpha import LABEL_HORIZON

@@ -13,15 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from tradebench.agents.factor.agent import (
-    FACTOR_MODELS,
-    FittedModel,
-    TopkDropoutAgent,
-    build_ml_agent,
-    retrain_anchor,
-    train_or_load,
-)
+from tradebench.agents.factor.agent import FACTOR_MODELS, TopkDropoutAgent, build_ml_agent
 from tradebench.agents.factor.progress import Progress, no_progress
+from tradebench.agents.factor.training import FittedModel, retrain_anchor, train_or_load
 from tradebench.data.dataset import Dataset
 from tradebench.errors import ConfigError
 from tradebench.view import MarketView, to_day

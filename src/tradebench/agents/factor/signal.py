@@ -16,13 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from tradebench.agents.factor.agent import (
-    FittedModel,
-    TopkDropoutAgent,
-    build_ml_agent,
-    retrain_anchor,
-)
+from tradebench.agents.factor.agent import TopkDropoutAgent, build_ml_agent
 from tradebench.agents.factor.data import normalise_features
+from tradebench.agents.factor.training import FittedModel, retrain_anchor
 from tradebench.data.dataset import Dataset
 from tradebench.errors import ConfigError
 from tradebench.features.alpha import LOOKBACK, alpha_features, inputs_from_panel
