@@ -13,6 +13,12 @@ the efficiency from then on (the steps after each episode's first against their 
 the figure that carries over to a long grid. Then the projected wall time of a full
 KTD-Fin grid at a provider rate limit, from the measured calls per step.
 
+First the machine's ceiling: the same grid at the largest level against a second loopback
+server with no latency, on each executor. Its calls/s is what the harness, the server and
+the executor sustain on these CPUs with nothing to wait for, so no latency can be hidden
+beyond it: efficiency at a level is at most ceiling / (episodes / latency), printed as
+`bound`. Where the bound is below a target, only more CPUs (a cluster's nodes) reach it.
+
     python perf/ray_scale.py [--levels 8 32 128] [--latency-ms 200] [--steps 3]
         [--rpm 500] [--models 10] [--seeds 3] [--days 548]
 """
@@ -169,6 +175,17 @@ def main(argv: list[str] | None = None) -> None:
         synthesize(dataset, SynthConfig(seed=0))
         startup = actor_startup(grid(dataset, url, 1, 1, "ray"), tmp)
         print(f"model actor start-up: {startup:.2f} s (once per actor per run)")
+        top = max(args.levels)
+        with loopback(0.0) as fast:
+            for executor in ("local", "ray"):
+                spec = grid(dataset, fast, top, args.steps, executor)
+                row = measure(spec, tmp / f"c-{executor}", 1e-9)
+                ceiling = (row["calls"] - top) / max(row["wall_s"] - row["startup_s"], 1e-9)
+                print(
+                    f"ceiling ({executor}, {top} episodes, 0 ms): {ceiling:.0f} calls/s after "
+                    f"start-up; at {latency * 1000:.0f} ms the ideal is {top / latency:.0f} "
+                    f"calls/s, so efficiency <= {min(ceiling * latency / top, 1):.0%}"
+                )
         print(f"latency {args.latency_ms:.0f} ms, {args.steps} steps per episode")
         print(f"{'episodes':>8} {'executor':>8} {'wall s':>8} {'calls':>6} {'calls/s':>8} "
               f"{'ideal s':>8} {'eff.':>6} {'1st step s':>10} {'eff. after':>10}")  # fmt: skip
