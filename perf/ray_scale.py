@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -52,13 +53,25 @@ MODES, MASKS = 3, 4
 """KTD-Fin's information modes and mask levels (the projected grid)."""
 
 
+SERVERS: dict[str, int] = {}
+"""base_url -> pid of its loopback server process (to read the server's CPU time)."""
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process `pid` so far (Linux `/proc`)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextmanager
 def loopback(latency_ms: float) -> Iterator[str]:
     """A loopback server subprocess (default responder); yields its OpenAI base_url."""
     cmd = [sys.executable, "-m", "tradebench.llm.loopback", "--latency-ms", str(latency_ms)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     try:
-        yield f"http://127.0.0.1:{int(proc.stdout.readline())}/v1"
+        url = f"http://127.0.0.1:{int(proc.stdout.readline())}/v1"
+        SERVERS[url] = proc.pid
+        yield url
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -179,12 +192,21 @@ def main(argv: list[str] | None = None) -> None:
         with loopback(0.0) as fast:
             for executor in ("local", "ray"):
                 spec = grid(dataset, fast, top, args.steps, executor)
+                server_cpu, own_cpu = cpu_seconds(SERVERS[fast]), time.process_time()
                 row = measure(spec, tmp / f"c-{executor}", 1e-9)
+                server_cpu = cpu_seconds(SERVERS[fast]) - server_cpu
+                own_cpu = time.process_time() - own_cpu
                 ceiling = (row["calls"] - top) / max(row["wall_s"] - row["startup_s"], 1e-9)
                 print(
                     f"ceiling ({executor}, {top} episodes, 0 ms): {ceiling:.0f} calls/s after "
                     f"start-up; at {latency * 1000:.0f} ms the ideal is {top / latency:.0f} "
                     f"calls/s, so efficiency <= {min(ceiling * latency / top, 1):.0%}"
+                )
+                per_call = 1000 / row["calls"]
+                where = "this process" if executor == "local" else "the driver (workers apart)"
+                print(
+                    f"  CPU per call: loopback server {server_cpu * per_call:.1f} ms, "
+                    f"{where} {own_cpu * per_call:.1f} ms (whole run, start-up included)"
                 )
         print(f"latency {args.latency_ms:.0f} ms, {args.steps} steps per episode")
         print(f"{'episodes':>8} {'executor':>8} {'wall s':>8} {'calls':>6} {'calls/s':>8} "
