@@ -13,11 +13,13 @@ the efficiency from then on (the steps after each episode's first against their 
 the figure that carries over to a long grid. Then the projected wall time of a full
 KTD-Fin grid at a provider rate limit, from the measured calls per step.
 
-First the machine's ceiling: the same grid at the largest level against a second loopback
-server with no latency, on each executor. Its calls/s is what the harness, the server and
-the executor sustain on these CPUs with nothing to wait for, so no latency can be hidden
-beyond it: efficiency at a level is at most ceiling / (episodes / latency), printed as
-`bound`. Where the bound is below a target, only more CPUs (a cluster's nodes) reach it.
+Last the machine's ceiling (after the levels, so one-time imports are paid): the same
+grid at the largest level against a second loopback server with no latency, on each
+executor. Its calls/s is what the harness, the server and the executor sustain on these
+CPUs with nothing to wait for, so no latency can be hidden beyond it: efficiency at a
+level is at most ceiling / (episodes / latency), printed as a bound, with the CPU per call
+of the server and of this process. Where the bound is below a target, only more CPUs (a
+cluster's nodes) reach it.
 
     python perf/ray_scale.py [--levels 8 32 128] [--latency-ms 200] [--steps 3]
         [--rpm 500] [--models 10] [--seeds 3] [--days 548]
@@ -188,6 +190,19 @@ def main(argv: list[str] | None = None) -> None:
         synthesize(dataset, SynthConfig(seed=0))
         startup = actor_startup(grid(dataset, url, 1, 1, "ray"), tmp)
         print(f"model actor start-up: {startup:.2f} s (once per actor per run)")
+        print(f"latency {args.latency_ms:.0f} ms, {args.steps} steps per episode")
+        print(f"{'episodes':>8} {'executor':>8} {'wall s':>8} {'calls':>6} {'calls/s':>8} "
+              f"{'ideal s':>8} {'eff.':>6} {'1st step s':>10} {'eff. after':>10}")  # fmt: skip
+        last: dict[str, Any] = {}
+        for level in args.levels:
+            for executor in ("local", "ray"):
+                spec = grid(dataset, url, level, args.steps, executor)
+                row = measure(spec, tmp / f"{executor}-{level}", latency)
+                last = row
+                print(f"{level:>8} {executor:>8} {row['wall_s']:>8.2f} {row['calls']:>6} "
+                      f"{row['calls_per_s']:>8.1f} {row['ideal_s']:>8.2f} "
+                      f"{row['efficiency']:>6.0%} {row['startup_s']:>10.2f} "
+                      f"{row['steady_efficiency']:>10.0%}")  # fmt: skip
         top = max(args.levels)
         with loopback(0.0) as fast:
             for executor in ("local", "ray"):
@@ -208,19 +223,6 @@ def main(argv: list[str] | None = None) -> None:
                     f"  CPU per call: loopback server {server_cpu * per_call:.1f} ms, "
                     f"{where} {own_cpu * per_call:.1f} ms (whole run, start-up included)"
                 )
-        print(f"latency {args.latency_ms:.0f} ms, {args.steps} steps per episode")
-        print(f"{'episodes':>8} {'executor':>8} {'wall s':>8} {'calls':>6} {'calls/s':>8} "
-              f"{'ideal s':>8} {'eff.':>6} {'1st step s':>10} {'eff. after':>10}")  # fmt: skip
-        last: dict[str, Any] = {}
-        for level in args.levels:
-            for executor in ("local", "ray"):
-                spec = grid(dataset, url, level, args.steps, executor)
-                row = measure(spec, tmp / f"{executor}-{level}", latency)
-                last = row
-                print(f"{level:>8} {executor:>8} {row['wall_s']:>8.2f} {row['calls']:>6} "
-                      f"{row['calls_per_s']:>8.1f} {row['ideal_s']:>8.2f} "
-                      f"{row['efficiency']:>6.0%} {row['startup_s']:>10.2f} "
-                      f"{row['steady_efficiency']:>10.0%}")  # fmt: skip
         print(project(last["calls"] / max(last["steps"], 1), args, last["steady_efficiency"]))
 
 
