@@ -31,6 +31,8 @@ from tradebench.llm.retry import (
 from tradebench.llm.types import ChatResponse, Message, ModelConfig, ToolChoice, ToolSpec, Usage
 
 NO_KEY = "no-key"
+CLIENT_SHARDS = 8
+"""SDK clients (each with its own connection pool) an adapter spreads its requests over."""
 """Placeholder key sent to a custom `base_url` when no `api_key_env` is configured."""
 
 
@@ -100,18 +102,23 @@ class HttpChatModel(ABC):
         self._retry = retry or RetryPolicy()
         self._api_key = resolve_api_key(config, self.default_key_env)
         self.redactor = Redactor.from_env(extra=[self._api_key])
-        self._client: Any = None
+        self._clients: list[Any] = []
         self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._turn = 0
         self._rng = random.Random()
 
     @property
     def client(self) -> Any:
-        """The SDK client for the running event loop (remade if the loop changed)."""
+        """An SDK client of the running event loop (remade if the loop changed), taken in
+        turn from `CLIENT_SHARDS`: the HTTP pool scans every connection it holds for each
+        request it places, so many episodes in flight on one pool cost O(connections) per
+        call; shards keep each pool small."""
         loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
-            self._client = self._make_client(self._api_key)
+        if self._client_loop is not loop or not self._clients:
+            self._clients = [self._make_client(self._api_key) for _ in range(CLIENT_SHARDS)]
             self._client_loop = loop
-        return self._client
+        self._turn = (self._turn + 1) % CLIENT_SHARDS
+        return self._clients[self._turn]
 
     def _make_client(self, api_key: str) -> Any:
         """Build the SDK's async client (SDK-level retries off: we retry ourselves).
@@ -130,9 +137,10 @@ class HttpChatModel(ABC):
 
     async def aclose(self) -> None:
         """Close the HTTP connections of the current event loop's client."""
-        if self._client is not None and self._client_loop is asyncio.get_running_loop():
-            await self._client.close()
-        self._client = None
+        if self._client_loop is asyncio.get_running_loop():
+            for client in self._clients:
+                await client.close()
+        self._clients = []
 
     @abstractmethod
     def _request(
