@@ -246,7 +246,7 @@ async def run_backtest(
         order_rows = [order_row(day, r, _sent(decision, k)) for k, r in enumerate(records)]
         if journal is not None:
             line = journal_line(step, held, order_rows, account, records)
-            await journal.append_async(i, line, decision.trace)
+            journal.append(i, line, decision.trace)
         steps.append(step)
         positions.append(held)
         orders += order_rows

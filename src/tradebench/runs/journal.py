@@ -1,8 +1,7 @@
 """The one crash-safe journal of an episode: one JSON line per completed step.
 
 After every step the episode appends the step's masked trace to `trace.jsonl`, then its
-progress line to `progress.jsonl`, each flushed and fsynced (from a worker thread in an
-async run, so one episode's disk wait does not stall the others). A rerun reads the complete
+progress line to `progress.jsonl`, each flushed and fsynced. A rerun reads the complete
 lines back (a torn last line from a kill mid-write is dropped), trims the trace to the
 same steps, and continues after the last one, so a killed run ends with the same files as
 an uninterrupted one. A done episode's trace is compacted to `trace.jsonl.zst`
@@ -13,7 +12,6 @@ benchmark its decision.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from pathlib import Path
@@ -80,13 +78,6 @@ class Journal:
         if trace is not None:
             self._append(self.trace_path, {"step": index, **trace})
         self._append(self.progress_path, line)
-
-    async def append_async(
-        self, index: int, line: dict[str, Any], trace: dict[str, Any] | None
-    ) -> None:
-        """`append` in a worker thread: the fsyncs (a millisecond or more each) block this
-        episode only, while the event loop runs the others."""
-        await asyncio.to_thread(self.append, index, line, trace)
 
     @staticmethod
     def _append(path: Path, payload: dict[str, Any]) -> None:

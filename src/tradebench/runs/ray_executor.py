@@ -236,7 +236,7 @@ class Driver:
                     raise
                 if isinstance(item, EpisodeResult):
                     return item
-                await asyncio.to_thread(append_delta, folder, item)  # fsyncs off the loop
+                append_delta(folder, item)
                 self.progress.bump(steps=1)
             raise TradebenchError(f"episode {job.ref.id}: the worker ended without a result")
         except asyncio.CancelledError:

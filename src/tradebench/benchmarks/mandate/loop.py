@@ -190,7 +190,7 @@ async def simulate(
         info = {"targets": plan.targets, **plan.info}
         if journal is not None:
             line = journal_line(step, held, rows, account, records) | {"mandate": info}
-            await journal.append_async(i, line, plan.trace)
+            journal.append(i, line, plan.trace)
         steps.append(step)
         positions.append(held)
         orders += rows

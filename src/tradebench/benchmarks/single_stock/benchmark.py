@@ -147,7 +147,7 @@ class SingleStockBenchmark:
             episode.apply(StepDecision(**line["decision"]))
         while not episode.done:
             decision = await agent.decide(episode.context())
-            await journal.append_async(
+            journal.append(
                 episode.step, {"step": episode.step, "decision": decision.record()}, decision.trace
             )
             episode.apply(decision)
