@@ -31,9 +31,9 @@ from tradebench.llm.retry import (
 from tradebench.llm.types import ChatResponse, Message, ModelConfig, ToolChoice, ToolSpec, Usage
 
 NO_KEY = "no-key"
+"""Placeholder key sent to a custom `base_url` when no `api_key_env` is configured."""
 CLIENT_SHARDS = 8
 """SDK clients (each with its own connection pool) an adapter spreads its requests over."""
-"""Placeholder key sent to a custom `base_url` when no `api_key_env` is configured."""
 
 
 def resolve_api_key(config: ModelConfig, default_env: str) -> str:
@@ -136,7 +136,7 @@ class HttpChatModel(ABC):
         )
 
     async def aclose(self) -> None:
-        """Close the HTTP connections of the current event loop's client."""
+        """Close the HTTP connections of the current event loop's clients."""
         if self._client_loop is asyncio.get_running_loop():
             for client in self._clients:
                 await client.close()

@@ -114,7 +114,7 @@ class BudgetKeeper:
         self.budget.release(Reservation(tokens=tally.tokens, cost_usd=tally.cost_usd))
         self.freed.append((slot, tally.calls, tally.tokens))
         log.warning(
-            "model worker %d lost a process: freed %d reservation(s) (%d tokens) it held",
+            "model worker %d: freed %d reservation(s) (%d tokens) held by a process that ended",
             slot,
             tally.calls,
             tally.tokens,
