@@ -51,6 +51,7 @@ def cluster(scratch: Path) -> Iterator[None]:
     """One local two-CPU Ray cluster for the module (start-up is slow)."""
     env = {"PYTHONPATH": str(REPO_ROOT), "TRADEBENCH_RAY_SCRATCH": str(scratch)}
     ray.init(
+        address="local",  # its own cluster, whatever `ray start` left on this machine
         num_cpus=2,
         include_dashboard=False,
         logging_level="ERROR",

@@ -46,8 +46,9 @@ def require_ray() -> ModuleType:
 
 
 def connect(address: str | None) -> ModuleType:
-    """Join the cluster at `address` (None: `RAY_ADDRESS`, else a local one-node cluster);
-    reuses a connection this process already has.
+    """Join the cluster at `address` (None: `RAY_ADDRESS`, else a new local one-node
+    cluster of this run's own, never one a `ray start` left on this machine); reuses a
+    connection this process already has.
 
     Raises:
         ConfigError: Ray is missing or nothing answers at `address`.
@@ -55,8 +56,9 @@ def connect(address: str | None) -> ModuleType:
     ray = require_ray()
     if ray.is_initialized():
         return ray
+    target = address or os.environ.get("RAY_ADDRESS") or "local"
     try:
-        ray.init(address=address, include_dashboard=False, logging_level="WARNING")
+        ray.init(address=target, include_dashboard=False, logging_level="WARNING")
     except (ConnectionError, RuntimeError, ValueError) as exc:
         where = address or os.environ.get("RAY_ADDRESS") or "a new local cluster"
         raise ConfigError(
