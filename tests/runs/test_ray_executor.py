@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 from tests.conftest import REPO_ROOT
 from tests.report.model_run import scripted, spec_dict
 from tests.runs.ray_budget_worker import MAX_TOKENS, spend_until_refused
+from tests.runs.traces import without_latency
 from tradebench.benchmarks import run_spec
 from tradebench.cli import app
 from tradebench.llm.base import get_model
@@ -84,15 +85,8 @@ def local_run(
 def _trace_without_latency(folder: Path) -> list[Any]:
     """The trace's steps with the measured call latencies (wall clock) left out."""
 
-    def strip(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items() if k != "latency_s"}
-        if isinstance(value, list):
-            return [strip(v) for v in value]
-        return value
-
     raw = trace_bytes(folder) or b""
-    return [strip(json.loads(line)) for line in raw.splitlines()]
+    return [without_latency(json.loads(line)) for line in raw.splitlines()]
 
 
 def _record(folder: Path) -> dict[str, Any]:

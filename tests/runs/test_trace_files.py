@@ -18,7 +18,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -26,6 +25,7 @@ import pytest
 import yaml
 
 from tests.benchmarks.portfolio.conftest import spec_dict, trader
+from tests.runs.traces import without_latency
 from tradebench.benchmarks import build_report, run_spec
 from tradebench.errors import DataError
 from tradebench.llm.loopback import LoopbackServer
@@ -130,15 +130,6 @@ def test_a_corrupt_compressed_trace_is_one_clear_error(tmp_path: Path) -> None:
         trace_lines(tmp_path)
 
 
-def _without_latency(value: Any) -> Any:
-    """The trace minus wall-clock latencies, the one field two runs cannot share."""
-    if isinstance(value, dict):
-        return {k: _without_latency(v) for k, v in value.items() if k != "latency_s"}
-    if isinstance(value, list):
-        return [_without_latency(v) for v in value]
-    return value
-
-
 def _model_lines(run: Path) -> int:
     return sum(
         len(p.read_text().splitlines())
@@ -182,7 +173,7 @@ def test_killed_run_resumes_to_the_same_compressed_trace(killed_and_clean) -> No
         a = [json.loads(x) for x in _unzstd(resumed / TRACE_ZST_FILE).decode().splitlines()]
         b = [json.loads(x) for x in _unzstd(folder / TRACE_ZST_FILE).decode().splitlines()]
         assert [x["step"] for x in a] == list(range(5))
-        assert _without_latency(a) == _without_latency(b)
+        assert without_latency(a) == without_latency(b)
 
 
 def test_report_reads_the_compressed_trace_as_it_read_the_old_layout(killed_and_clean) -> None:

@@ -23,7 +23,7 @@ import numpy as np
 from tradebench.market.ledger import Account
 from tradebench.market.orders import Order, OrderRecord, RejectCode
 from tradebench.market.rules import MarketRules
-from tradebench.market.single import DayQuotes, ExecutionContext, _buy, _reject
+from tradebench.market.single import DayQuotes, ExecutionContext, _buy, _reject, filled_record
 
 _CODES = tuple(RejectCode)
 """Refusals by index: the arrays below carry `_CODES.index(code)`, -1 for none."""
@@ -270,15 +270,4 @@ def _book(
             account.record_buy(order.stock_id, n, p, c, rules.t_plus_one)
         else:
             account.record_sell(order.stock_id, n, p, c)
-        records[k] = OrderRecord(
-            symbol=order.stock_id,
-            side=order.side,
-            requested_shares=n,
-            target_weight=order.target_weight,
-            filled_shares=n,
-            fill_price=p,
-            cost=c,
-            status="filled",
-            confidence=order.confidence,
-            reason=order.reason,
-        )
+        records[k] = filled_record(order, n, p, c)

@@ -150,12 +150,17 @@ def _sell(
 ) -> OrderRecord:
     cost = rules.cost(qty * price, "SELL")
     account.record_sell(order.stock_id, qty, price, cost)
+    return filled_record(order, qty, price, cost)
+
+
+def filled_record(order: Order, shares: int, price: float, cost: float) -> OrderRecord:
+    """The record of `order` filled whole: `shares` at `price`, paying `cost`."""
     return OrderRecord(
         symbol=order.stock_id,
-        side="SELL",
-        requested_shares=qty,
+        side=order.side,
+        requested_shares=shares,
         target_weight=order.target_weight,
-        filled_shares=qty,
+        filled_shares=shares,
         fill_price=price,
         cost=cost,
         status="filled",

@@ -263,17 +263,12 @@ DOUBLE_ENSEMBLE_CSI300 = {
     "sample_ratios": [0.8, 0.7, 0.6, 0.5, 0.4],
     "sub_weights": [1.0, 1.0, 1.0],
     "epochs": 28,
-    "colsample_bytree": 0.8879,
-    "learning_rate": 0.2,
-    "subsample": 0.8789,
-    "lambda_l1": 205.6999,
-    "lambda_l2": 580.9768,
-    "max_depth": 8,
-    "num_leaves": 210,
+    **{k: v for k, v in LGB_CSI300.items() if k != "objective" and k not in LGB_TRAINING_KEYS},
     "fs_rows": 50_000,
 }
-"""Qlib's DoubleEnsemble for Alpha158 on CSI300 (benchmarks/DoubleEnsemble); `fs_rows`
-is ours (feature selection on a row sample)."""
+"""Qlib's DoubleEnsemble for Alpha158 on CSI300 (benchmarks/DoubleEnsemble): its LightGBM
+booster values are those of the LightGBM config; `fs_rows` is ours (feature selection on
+a row sample)."""
 
 
 @MODELS.register("xgboost")
