@@ -62,6 +62,8 @@ LETTER_FORM_RE = re.compile(
     r"(?P<suf>\.US)?"
     r"(?![A-Za-z0-9_])"
 )
+SORTED_LABEL_SETS = 8
+"""Symbol sets whose sorted labels a masker remembers (a step shows one or two)."""
 WORDS_FILE = "masking_words.txt"
 """Package data: English words of 2-5 letters (12dicts 2of12; provenance in its header)."""
 
@@ -151,6 +153,9 @@ class Masker:
     origin: int  # calendar position of the episode's first decision day
     forms: TextForms = field(default_factory=TextForms, repr=False)
     """Where identifiers hide in free text (see `text_forms`)."""
+    _sorted_labels: dict[frozenset[str], tuple[str, ...]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     # ---------------------------------------------------------------- outgoing
     def mask(self, payload: Any) -> Any:
@@ -200,6 +205,17 @@ class Masker:
     def symbol_label(self, symbol: str) -> str:
         """The identifier of a symbol under this level."""
         return self.alias_of.get(symbol, symbol) if hides_stocks(self.level) else symbol
+
+    def sorted_labels(self, symbols: frozenset[str]) -> tuple[str, ...]:
+        """The identifiers of `symbols` under this level, sorted; remembered per set, since
+        a point-in-time universe stays the same set for weeks of steps."""
+        labels = self._sorted_labels.get(symbols)
+        if labels is None:
+            if len(self._sorted_labels) >= SORTED_LABEL_SETS:
+                self._sorted_labels.clear()
+            labels = tuple(sorted(self.symbol_label(s) for s in symbols))
+            self._sorted_labels[symbols] = labels
+        return labels
 
     def _code_sub(self, m: re.Match[str]) -> str:
         form = m.group(0)

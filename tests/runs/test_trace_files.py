@@ -116,6 +116,29 @@ def test_kill_during_compaction_keeps_the_journal(tmp_path: Path) -> None:
     assert _unzstd(compact_trace(tmp_path)) == original
 
 
+def test_restore_keeps_the_steps_both_files_hold(tmp_path: Path) -> None:
+    """After a power loss either file may lack its newest lines (they are not fsynced per
+    step) or end in zeros; the episode resumes from the steps both hold."""
+    lost_trace, lost_progress, untraced = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    journal = _journal(lost_trace, 5)
+    trace = journal.trace_path.read_bytes().splitlines(keepends=True)
+    journal.trace_path.write_bytes(b"".join(trace[:3]) + b"\0" * 64)
+    assert [x["step"] for x in Journal(lost_trace).restore()] == [0, 1, 2]
+    assert journal.progress_path.read_bytes().count(b"\n") == 3
+    assert journal.trace_path.read_bytes() == b"".join(trace[:3])
+
+    journal = _journal(lost_progress, 5)
+    progress = journal.progress_path.read_bytes().splitlines(keepends=True)
+    journal.progress_path.write_bytes(b"".join(progress[:2]))
+    assert [x["step"] for x in Journal(lost_progress).restore()] == [0, 1]
+    assert journal.trace_path.read_bytes() == b"".join(trace[:2])
+
+    journal = Journal(untraced)  # a rule-based episode writes no trace
+    for i in range(4):
+        journal.append(i, {"step": i}, None)
+    assert [x["step"] for x in Journal(untraced).restore()] == [0, 1, 2, 3]
+
+
 def test_a_fresh_start_removes_both_forms(tmp_path: Path) -> None:
     journal = _journal(tmp_path, 3)
     compact_trace(tmp_path)

@@ -7,6 +7,7 @@ whatever its shape) and patterns for the usual shapes (`Bearer ...`, `sk-...`,
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -28,6 +29,13 @@ _HINTS = ("bearer", "authorization", "api-key", "api_key", "apikey", "sk-")
 _AUTH_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization"})
 
 
+@functools.lru_cache(maxsize=1024)
+def _secret_name(name: str) -> bool:
+    """Whether an environment variable's name says it holds a secret (remembered: a
+    redactor is built from the environment at every step)."""
+    return _SECRET_ENV.search(name) is not None
+
+
 class Redactor:
     """Replaces known secret values and key-shaped strings with `[REDACTED]`."""
 
@@ -40,7 +48,7 @@ class Redactor:
     def from_env(cls, extra: Iterable[str] = (), env: Mapping[str, str] | None = None) -> Redactor:
         """A redactor for every secret-looking environment variable plus `extra` values."""
         source = os.environ if env is None else env
-        found = [v for k, v in source.items() if _SECRET_ENV.search(k)]
+        found = [v for k, v in source.items() if _secret_name(k)]
         return cls([*found, *extra])
 
     def text(self, value: str) -> str:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import os
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,15 +85,14 @@ def checkpoint(folder: Path) -> dict[str, bytes]:
 
 
 def append_delta(folder: Path, delta: StepDelta) -> None:
-    """Add a step's journal bytes to the driver's copy, flushed to disk (trace first)."""
+    """Add a step's journal bytes to the driver's copy, trace first, written through to
+    the operating system as the local journal writes them (`runs.journal`)."""
     for name in JOURNAL_FILES:
         data = delta.appended.get(name)
         if not data:
             continue
         with open(folder / name, "ab") as fh:
             fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
 
 
 def write_files(folder: Path, files: dict[str, bytes]) -> None:

@@ -1,7 +1,7 @@
 """An episode's masked trace on disk: a live JSONL journal, then one zstd file when done.
 
-While an episode runs, `Journal` appends one fsynced JSON line per step to `trace.jsonl`
-(resume after kill -9 stays exact). When the harness marks the episode done it calls
+While an episode runs, `Journal` appends one JSON line per step to `trace.jsonl` (resume
+after kill -9 stays exact). When the harness marks the episode done it calls
 `compact_trace`, which writes the same bytes as one zstd frame to `trace.jsonl.zst`,
 checks that they decompress to exactly those bytes, and only then removes the JSONL. A
 548-step model episode's trace shrinks from ~7 MB to under 1 MB (docs/runs.md).

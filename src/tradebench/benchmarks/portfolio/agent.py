@@ -52,6 +52,7 @@ class PortfolioLLMAgent:
     benchmark_name: str = "the benchmark index"
     """The benchmark as named in the user message (CSI300 for the CN universe)."""
     _masker: Masker | None = field(default=None, repr=False)
+    _system: str | None = field(default=None, repr=False)
 
     def masker(self, first_day: Any) -> Masker:
         """The episode's masker (built once; aliases depend on seed and episode id)."""
@@ -73,8 +74,10 @@ class PortfolioLLMAgent:
             _rebase_close(view, step.first_day) if price_mode == "rebased" else None,
         )
         limits = SubmitLimits.for_tokens(self.model.config.max_tokens)  # the reply must fit
-        system = system_prompt(self.prompts, self.mode, self.rules, self.currency, limits)
-        system = masker.mask_text(system)
+        if self._system is None:  # the same every step of the episode
+            text = system_prompt(self.prompts, self.mode, self.rules, self.currency, limits)
+            self._system = masker.mask_text(text)
+        system = self._system
         obs = ObsStep(step.index, step.total, step.previous, step.cum_return, step.bench_return)
         pool = candidate_pool(ctx, self.candidates_k) if self.mode == "fixed_candidate" else None
         user = user_message(

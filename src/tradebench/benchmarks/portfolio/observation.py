@@ -148,7 +148,7 @@ def user_message(
     currency: str = "CNY",
 ) -> str:
     """Fill the shared user template for `mode`; the result passes through the mask."""
-    ids = sorted(masker.symbol_label(s) for s in ctx.universe_set)
+    ids = masker.sorted_labels(ctx.universe_set)
     if mode == "memory_only":
         listing = "Identifiers: " + ", ".join(ids)
     else:

@@ -25,6 +25,7 @@ decides validity.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Collection
@@ -109,6 +110,13 @@ def id_schema(labels: Collection[str]) -> dict[str, Any]:
     (`asset_` plus fixed digits, an A-share code, or just the longest length)."""
     if len(labels) <= ENUM_MAX_IDS:
         return {"type": "string", "enum": sorted(labels)}
+    return dict(_shape_schema(frozenset(labels)))
+
+
+@functools.lru_cache(maxsize=32)
+def _shape_schema(labels: frozenset[str]) -> dict[str, Any]:
+    """The shape of many ids (remembered: a universe's ids are the same for many steps;
+    callers get a copy)."""
     widths = {len(m.group(1)) if (m := _ALIAS.fullmatch(s)) else -1 for s in labels}
     if len(widths) == 1 and -1 not in widths:
         return {"type": "string", "pattern": f"^asset_[0-9]{{{widths.pop()}}}$"}

@@ -292,7 +292,7 @@ def submit_tool(
     legal = _Legal(ctx.universe_set, buyable, ctx.held())
     buy = legal.universe if buyable is None else legal.universe & buyable
     schema = action_schema(
-        [masker.symbol_label(s) for s in buy],
+        masker.sorted_labels(buy),
         [masker.symbol_label(s) for s in legal.held],
         limits or SubmitLimits.for_tokens(None),
     )
