@@ -18,8 +18,10 @@ grid at the largest level against a second loopback server with no latency, on e
 executor. Its calls/s is what the harness, the server and the executor sustain on these
 CPUs with nothing to wait for, so no latency can be hidden beyond it: efficiency at a
 level is at most ceiling / (episodes / latency), printed as a bound, with the CPU per call
-of the server and of this process. Where the bound is below a target, only more CPUs (a
-cluster's nodes) reach it.
+of the server and of this process, and for Ray of each of its processes (model workers,
+budget and cache keepers, Ray's own daemons; read from Linux `/proc` while the grid runs,
+since the actors exit with the run). Where the bound is below a target, only more CPUs (a
+cluster's nodes) or less work per call reach it.
 
     python perf/ray_scale.py [--levels 8 32 128] [--latency-ms 200] [--steps 3]
         [--rpm 500] [--models 10] [--seeds 3] [--days 548]
@@ -34,6 +36,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -63,6 +66,52 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU seconds of process `pid` so far (Linux `/proc`)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def ray_processes() -> dict[int, tuple[str, float]]:
+    """pid -> (role, CPU seconds so far) of this machine's Ray processes: actors and
+    workers by their process title (`ray::ModelWorker`, ...), the daemons by name."""
+    out: dict[int, tuple[str, float]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            title = (entry / "cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+            name = (entry / "comm").read_text().strip()
+            cpu = cpu_seconds(int(entry.name))
+        except (OSError, ValueError):
+            continue  # exited meanwhile
+        if title.startswith("ray::"):
+            out[int(entry.name)] = (title.split()[0], cpu)
+        elif name in ("raylet", "gcs_server"):
+            out[int(entry.name)] = (name, cpu)
+    return out
+
+
+@contextmanager
+def ray_cpu() -> Iterator[dict[str, float]]:
+    """CPU seconds each Ray role spent inside the block, by role (summed over processes);
+    sampled every 0.2 s, so processes that exit inside the block are counted up to their
+    last sample."""
+    before = ray_processes()
+    last: dict[int, tuple[str, float]] = dict(before)
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.wait(0.2):
+            last.update(ray_processes())
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    spent: dict[str, float] = {}
+    try:
+        yield spent
+    finally:
+        stop.set()
+        thread.join()
+        last.update(ray_processes())
+        for pid, (role, cpu) in last.items():
+            spent[role] = spent.get(role, 0.0) + cpu - before.get(pid, (role, 0.0))[1]
 
 
 @contextmanager
@@ -208,7 +257,8 @@ def main(argv: list[str] | None = None) -> None:
             for executor in ("local", "ray"):
                 spec = grid(dataset, fast, top, args.steps, executor)
                 server_cpu, own_cpu = cpu_seconds(SERVERS[fast]), time.process_time()
-                row = measure(spec, tmp / f"c-{executor}", 1e-9)
+                with ray_cpu() as by_role:
+                    row = measure(spec, tmp / f"c-{executor}", 1e-9)
                 server_cpu = cpu_seconds(SERVERS[fast]) - server_cpu
                 own_cpu = time.process_time() - own_cpu
                 ceiling = (row["calls"] - top) / max(row["wall_s"] - row["startup_s"], 1e-9)
@@ -223,6 +273,13 @@ def main(argv: list[str] | None = None) -> None:
                     f"  CPU per call: loopback server {server_cpu * per_call:.1f} ms, "
                     f"{where} {own_cpu * per_call:.1f} ms (whole run, start-up included)"
                 )
+                if executor == "ray":
+                    roles = sorted(by_role.items(), key=lambda kv: -kv[1])
+                    parts = ", ".join(
+                        f"{r} {c * per_call:.1f}" for r, c in roles if c * per_call >= 0.05
+                    )
+                    total = (sum(by_role.values()) + own_cpu + server_cpu) * per_call
+                    print(f"  Ray processes, ms per call: {parts}; all together {total:.1f} ms")
         print(project(last["calls"] / max(last["steps"], 1), args, last["steady_efficiency"]))
 
 

@@ -113,9 +113,10 @@ def id_schema(labels: Collection[str]) -> dict[str, Any]:
     return dict(_shape_schema(frozenset(labels)))
 
 
-@functools.lru_cache(maxsize=32)
+@functools.lru_cache(maxsize=512)
 def _shape_schema(labels: frozenset[str]) -> dict[str, Any]:
-    """The shape of many ids (remembered: a universe's ids are the same for many steps;
+    """The shape of many ids (remembered: a universe's ids are the same for many steps,
+    and each episode has its own aliases, so room for a few hundred episodes in flight;
     callers get a copy)."""
     widths = {len(m.group(1)) if (m := _ALIAS.fullmatch(s)) else -1 for s in labels}
     if len(widths) == 1 and -1 not in widths:
