@@ -204,3 +204,14 @@ def test_the_word_source_is_the_bundled_list() -> None:
     for ticker in ("AAPL", "NVDA", "MSFT", "GOOGL", "BRK-B", "SH600519", "TSLA"):
         assert not reads_as_word(ticker), ticker
     assert all(reads_as_word(c) for c in "ACDFJKLOTVX")  # any one-letter symbol
+
+
+@pytest.mark.parametrize("level", ["bright", "blinded"])
+def test_sorted_labels_are_those_of_the_set_asked_for(level: str) -> None:
+    """The memo behind `sorted_labels` (a universe's listing, every step) answers for the
+    set passed, across more sets than it keeps and when sets come back."""
+    m = masker(level)
+    shown = m.alias_of if level == "blinded" else {s: s for s in SYMBOLS}
+    subsets = [frozenset(SYMBOLS[i:j]) for i in range(5) for j in range(i + 1, 6)]  # 15
+    for subset in subsets + subsets[::-1]:
+        assert m.sorted_labels(subset) == tuple(sorted(shown[s] for s in subset))

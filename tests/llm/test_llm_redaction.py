@@ -56,3 +56,16 @@ def test_redactor_patterns_and_env_values():
     assert "/root stays" in out
     headers = redactor.headers({"Authorization": "Bearer x", "X-Api-Key": "y", "Accept": "json"})
     assert headers == {"Authorization": REDACTED, "X-Api-Key": REDACTED, "Accept": "json"}
+
+
+def test_a_secret_exported_or_changed_during_a_run_is_caught(monkeypatch) -> None:
+    """A redactor is built from the environment at every step: a key exported or rotated
+    after the first step is scrubbed from the next step's records."""
+    monkeypatch.setenv("TB_ROTATED_API_KEY", "first-value-0123456")
+    assert Redactor.from_env().text("a first-value-0123456 b") == f"a {REDACTED} b"
+    monkeypatch.setenv("TB_ROTATED_API_KEY", "second-value-6543210")
+    monkeypatch.setenv("TB_LATER_TOKEN", "later-value-9876543")
+    out = Redactor.from_env().text("second-value-6543210 later-value-9876543")
+    assert out == f"{REDACTED} {REDACTED}"
+    monkeypatch.setenv("TB_PLAIN_SETTING", "not-a-secret-123456")  # no secret-like name
+    assert "not-a-secret-123456" in Redactor.from_env().text("not-a-secret-123456")

@@ -29,7 +29,7 @@ from tests.leak_scan import find_leaks
 from tradebench.benchmarks import run_spec
 from tradebench.benchmarks.portfolio.context import StepContext
 from tradebench.benchmarks.portfolio.observation import candidate_pool
-from tradebench.benchmarks.portfolio.submit_schema import SubmitLimits
+from tradebench.benchmarks.portfolio.submit_schema import SubmitLimits, id_schema
 from tradebench.benchmarks.portfolio.tools import submit_tool
 from tradebench.data import Dataset, load_dataset
 from tradebench.errors import ConfigError, ToolError
@@ -142,6 +142,23 @@ def test_the_fixed_candidate_request_lists_exactly_the_legal_ids(
 
 
 # ------------------------------------------------------------------ the schema's shape
+
+
+def test_the_id_shape_is_that_of_the_ids_asked_for() -> None:
+    """Many ids get their shape (remembered per id set): sets of one size but other shapes
+    get their own, and a caller changing its copy changes no later answer."""
+    three = [f"asset_{i:03d}" for i in range(100)]
+    four = [f"asset_{i:04d}" for i in range(100)]
+    codes = [f"SH{600000 + i}" for i in range(100)]
+    mixed = [*three[:50], *codes[:50]]
+    for _ in range(2):
+        assert id_schema(three)["pattern"] == "^asset_[0-9]{3}$"
+        assert id_schema(four)["pattern"] == "^asset_[0-9]{4}$"
+        assert re.fullmatch(id_schema(codes)["pattern"], "SH600001")
+        assert id_schema(mixed) == {"type": "string", "minLength": 1, "maxLength": 9}
+        id_schema(three)["pattern"] = "changed by a caller"
+    small = id_schema(three[:5])
+    assert small["enum"] == three[:5]
 
 
 @pytest.mark.parametrize(
