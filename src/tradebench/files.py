@@ -18,7 +18,7 @@ def write_bytes_atomic(path: Path, data: bytes, durable: bool = False) -> Path:
     """Write `data` to `path` through a uniquely named temporary file and a rename.
 
     With `durable`, the file is fsynced before the rename and its folder after it, so the
-    write also survives a power loss (the journal's and the trace's guarantee).
+    write also survives a power loss (the trace's compaction and expansion rely on it).
     """
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.{uuid.uuid4().hex}")

@@ -2,8 +2,8 @@
 
 After every step the episode appends the step's masked trace to `trace.jsonl`, then its
 progress line to `progress.jsonl`, each written through to the operating system (not
-fsynced: a killed process loses nothing the kernel holds, and an fsync per step held the
-run's event loop about a millisecond, a quarter of the steps a loop ran at full load). A
+fsynced: a killed process loses nothing the kernel holds, and the two fsyncs of a step
+held the run's one event loop about a millisecond, a fifth of its calls at full load). A
 rerun reads the complete lines back (a torn last line from a kill mid-write is dropped),
 keeps the steps both files hold (a power loss may keep the newer lines of one file and
 not the other's), and continues after the last one, so a killed run ends with the same
