@@ -138,6 +138,13 @@ def test_restore_keeps_the_steps_both_files_hold(tmp_path: Path) -> None:
         journal.append(i, {"step": i}, None)
     assert [x["step"] for x in Journal(untraced).restore()] == [0, 1, 2, 3]
 
+    journal = Journal(tmp_path / "d")  # a model that decides once, on the first day
+    for i in range(4):
+        journal.append(i, {"step": i}, {"messages": []} if i == 0 else None)
+    assert [x["step"] for x in Journal(tmp_path / "d").restore()] == [0, 1, 2, 3]
+    journal.trace_path.write_bytes(b"")  # its one trace line lost
+    assert Journal(tmp_path / "d").restore() == []
+
 
 def test_a_fresh_start_removes_both_forms(tmp_path: Path) -> None:
     journal = _journal(tmp_path, 3)

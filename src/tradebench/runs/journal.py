@@ -6,7 +6,8 @@ fsynced: a killed process loses nothing the kernel holds, and the two fsyncs of 
 held the run's one event loop about a millisecond, a fifth of its calls at full load). A
 rerun reads the complete lines back (a torn last line from a kill mid-write is dropped),
 keeps the steps both files hold (a power loss may keep the newer lines of one file and
-not the other's), and continues after the last one, so a killed run ends with the same
+not the other's: a progress line says whether its step wrote a trace), and continues after
+the last one, so a killed run ends with the same
 files as an uninterrupted one. A done episode's trace is compacted to `trace.jsonl.zst`
 (`runs.trace`); a resumed one gets its JSONL back first. What a line holds is the
 benchmark's business: the broker engine stores its rows and the account, the single-stock
@@ -21,6 +22,10 @@ from typing import Any
 
 from tradebench.runs.records import PROGRESS_FILE, TRACE_FILE, TRACE_ZST_FILE
 from tradebench.runs.trace import expand_trace
+
+TRACED = "traced"
+"""Key of a progress line whose step wrote a trace line first (absent otherwise, and in
+folders written before it existed, whose steps are then taken as complete)."""
 
 
 def _dumps(payload: dict[str, Any]) -> str:
@@ -68,24 +73,23 @@ class Journal:
             return []
         expand_trace(self.folder)
         lines = _complete_lines(self.progress_path)
+        traces = _complete_lines(self.trace_path) if self.trace_path.exists() else []
+        held = {t.get("step") for t in traces}
+        # a step whose trace line was lost (not yet on disk at a power loss) is redone
+        lost = next((i for i, x in enumerate(lines) if x.get(TRACED) and i not in held), None)
+        lines = lines if lost is None else lines[:lost]
         if self.trace_path.exists():
-            # an episode that traces traces every step: its progress goes no further than
-            # the steps its trace holds in order from the first
-            traced = _complete_lines(self.trace_path)
-            held = next((i for i, t in enumerate(traced) if t.get("step") != i), len(traced))
-            lines = lines[:held]
             n = len(lines)
-            self._rewrite(self.trace_path, traced[:n])
+            self._rewrite(self.trace_path, [t for t in traces if t.get("step", n) < n])
         self._rewrite(self.progress_path, lines)
         return lines
 
     def append(self, index: int, line: dict[str, Any], trace: dict[str, Any] | None) -> None:
-        """Persist step `index` (0-based): the trace first, then the progress line.
-
-        An episode passes a trace for every step or for none (`restore` relies on it).
-        """
+        """Persist step `index` (0-based): the trace first, then the progress line, which
+        then says so (`TRACED`), so `restore` knows which steps must have a trace line."""
         if trace is not None:
             self._append(self.trace_path, {"step": index, **trace})
+            line = {**line, TRACED: True}
         self._append(self.progress_path, line)
 
     @staticmethod
