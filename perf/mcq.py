@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
 import shlex
 import statistics
@@ -77,24 +78,40 @@ class ProcessRun:
     """The largest peak resident set of any one process (MiB)."""
 
 
+_LAUNCHER = """
+import json, os, sys, time
+start = time.perf_counter()
+out = [(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)]
+pid = os.posix_spawn("/bin/sh", ["/bin/sh", "-c", "exec " + sys.argv[1]], os.environ,
+                     file_actions=out)
+_, status, usage = os.wait4(pid, 0)
+print(json.dumps({"code": os.waitstatus_to_exitcode(status),
+                  "wall": time.perf_counter() - start,
+                  "cpu": usage.ru_utime + usage.ru_stime,
+                  "peak_kb": usage.ru_maxrss}))
+"""
+"""Runs one command and reports its wall, CPU and peak memory. A process's peak resident
+set (`ru_maxrss`) includes what its parent held when it forked, so the commands are
+started from this small interpreter (a few MB), not from this script (pandas and the
+builder loaded, ~150 MB), which would otherwise be counted as theirs."""
+
+
 def _timed(commands: list[str]) -> ProcessRun:
-    """Wall, CPU and peak memory of shell commands run in turn (`exec`: no extra shell)."""
-    start = time.perf_counter()
-    cpu, peak = 0.0, 0.0
+    """Wall, CPU and peak memory of shell commands run in turn (`exec`: no extra shell),
+    each started by `_LAUNCHER`."""
+    wall, cpu, peak = 0.0, 0.0, 0.0
     for command in commands:
-        proc = subprocess.Popen(
-            ["/bin/sh", "-c", f"exec {command}"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
+        done = subprocess.run(
+            [sys.executable, "-S", "-c", _LAUNCHER, command], capture_output=True, text=True
         )
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-        if proc.returncode != 0:
-            sys.exit(f"command failed ({proc.returncode}): {command}\n{err[-2000:]}")
-        cpu += usage.ru_utime + usage.ru_stime
-        peak = max(peak, usage.ru_maxrss / 1024)
-    return ProcessRun(time.perf_counter() - start, cpu, peak)
+        if done.returncode != 0 or not done.stdout.strip():
+            sys.exit(f"launcher failed: {command}\n{done.stderr[-2000:]}")
+        run = json.loads(done.stdout.strip().splitlines()[-1])
+        if run["code"] != 0:
+            sys.exit(f"command failed ({run['code']}): {command}\n{done.stderr[-2000:]}")
+        wall, cpu = wall + run["wall"], cpu + run["cpu"]
+        peak = max(peak, run["peak_kb"] / 1024)
+    return ProcessRun(wall, cpu, peak)
 
 
 def _median(runs: list[ProcessRun]) -> ProcessRun:

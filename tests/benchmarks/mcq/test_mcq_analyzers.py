@@ -11,6 +11,7 @@ from tradebench.benchmarks.mcq.build.backtest import run_backtest
 from tradebench.benchmarks.mcq.build.builder import BuildSpec, strategy_config
 from tradebench.benchmarks.mcq.build.templates import TEMPLATES
 from tradebench.benchmarks.mcq.check.check import DERIVERS
+from tradebench.benchmarks.mcq.check.series import Bars
 from tradebench.benchmarks.mcq.check.simulate import simulate
 from tradebench.benchmarks.mcq.config import STRATEGY_NAMES
 
@@ -25,7 +26,7 @@ def test_builder_and_checker_match_backtrader_analyzers(aapl, strategy: str) -> 
     ref, bars = aapl
     config = strategy_config(BuildSpec(data=ref, seed=7), strategy)  # type: ignore[arg-type]
     log = run_backtest(bars, config, analyzers=True)
-    sim = simulate(config, bars)
+    sim = simulate(config, Bars.from_frame(bars))
     dd, rets, ta = (log.analyzers[k] for k in ("drawdown", "returns", "trades"))
     expected = {
         "max_drawdown": dd["max"]["drawdown"],
@@ -56,7 +57,7 @@ def test_simulator_reproduces_margin_refusals(make_ref) -> None:
     spec = BuildSpec(data=ref, sizing=Sizing(percent=100), seed=0)
     config = strategy_config(spec, "macd_cross")
     log = run_backtest(bars, config)
-    sim = simulate(config, bars)
+    sim = simulate(config, Bars.from_frame(bars))
     assert (log.refusals["status"] == "Margin").sum() > 0
     assert len(log.fills) == len(sim.fills)
     assert np.allclose(log.snapshots["value"].to_numpy(), sim.value, rtol=1e-12)

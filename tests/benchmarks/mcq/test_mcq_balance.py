@@ -15,6 +15,7 @@ import pytest
 from tradebench.benchmarks.mcq.build.balance import balance_letters, letter_targets
 from tradebench.benchmarks.mcq.build.builder import BacktestCache, BuildResult, BuildSpec, build
 from tradebench.benchmarks.mcq.check import check_records
+from tradebench.benchmarks.mcq.check.series import Bars
 from tradebench.benchmarks.mcq.records import MCQRecord, question_id
 from tradebench.errors import ConfigError
 
@@ -80,7 +81,7 @@ def test_balanced_sets_still_check(aapl) -> None:
     records: list[MCQRecord] = []
     for seed in (1, 2, 3):
         records += build(BuildSpec(data=ref, mode="curated", seed=seed), bars).records
-    report = check_records(records, loader=lambda _: bars)
+    report = check_records(records, loader=lambda _: Bars.from_frame(bars))
     assert report.ok, report.failures
 
 

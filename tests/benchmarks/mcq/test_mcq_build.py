@@ -14,6 +14,7 @@ from tradebench.benchmarks.mcq.build.backtest import run_backtest
 from tradebench.benchmarks.mcq.build.builder import BuildResult, BuildSpec, build, strategy_config
 from tradebench.benchmarks.mcq.build.stats import distractor_stats
 from tradebench.benchmarks.mcq.check import check_records
+from tradebench.benchmarks.mcq.check.series import Bars
 from tradebench.benchmarks.mcq.config import Sizing
 from tradebench.benchmarks.mcq.records import dumps_record, question_id
 
@@ -70,7 +71,7 @@ def test_stake_sizing_is_honoured_and_stated(aapl) -> None:
     skipped = {s.template for s in result.skipped}
     assert "position_on_date" in skipped  # would repeat the stated stake
     assert "max_shares" not in skipped  # affordable shares do not depend on the sizer
-    assert check_records(result.records, loader=lambda _: bars).ok
+    assert check_records(result.records, loader=lambda _: Bars.from_frame(bars)).ok
 
 
 def test_sample_and_curated_modes(aapl) -> None:
@@ -86,7 +87,7 @@ def test_sample_and_curated_modes(aapl) -> None:
     assert tiers == ["easy"] * 10 + ["medium"] * 10 + ["hard"] * 10
     per_strategy = np.unique([r.strategy for r in curated.records], return_counts=True)[1]
     assert per_strategy.min() >= 4
-    assert check_records(hard.records + curated.records, loader=lambda _: bars).ok
+    assert check_records(hard.records + curated.records, loader=lambda _: Bars.from_frame(bars)).ok
 
 
 def test_same_seed_same_bytes_different_seed_different(aapl, base_pool: BuildResult) -> None:

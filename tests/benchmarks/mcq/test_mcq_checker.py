@@ -8,11 +8,13 @@ from tradebench.benchmarks.mcq.build.builder import BuildResult
 from tradebench.benchmarks.mcq.build.strategies import PARAM_GRIDS
 from tradebench.benchmarks.mcq.build.templates import TEMPLATES
 from tradebench.benchmarks.mcq.check import check_records
+from tradebench.benchmarks.mcq.check.series import Bars
 from tradebench.benchmarks.mcq.config import DataRef, StrategySpec
 
 
 def _loader(bars: pd.DataFrame):
-    return lambda ref: bars
+    series = Bars.from_frame(bars)
+    return lambda ref: series
 
 
 COMPARATIVE = ("sma_comparison", "signal_diff")

@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 from tradebench.benchmarks.mcq.build.backtest import BacktestLog, run_backtest
 from tradebench.benchmarks.mcq.build.builder import BuildSpec, strategy_config
 from tradebench.benchmarks.mcq.build.strategies import PAPER_DEFAULTS, PARAM_GRIDS
+from tradebench.benchmarks.mcq.check.series import Bars
 from tradebench.benchmarks.mcq.check.simulate import simulate
 from tradebench.benchmarks.mcq.config import STRATEGY_NAMES, BacktestConfig, StrategySpec
 from tradebench.benchmarks.mcq.params import parse_overrides
@@ -65,7 +66,7 @@ def test_simulator_reproduces_backtrader_on_every_grid_point(aapl, name: str) ->
     base = strategy_config(BuildSpec(data=ref, strategies=(name,)), name)  # type: ignore[arg-type]
     for params in PARAM_GRIDS[name]:  # type: ignore[index]
         config = base.model_copy(update={"strategy": StrategySpec(name=name, params=params)})
-        log, sim = run_backtest(bars, config), simulate(config, bars)
+        log, sim = run_backtest(bars, config), simulate(config, Bars.from_frame(bars))
         assert len(log.fills) == len(sim.fills) > 0, params
         assert [str(sim.dates[f.t]) for f in sim.fills] == [
             d.strftime("%Y-%m-%d") for d in log.fills["date"]

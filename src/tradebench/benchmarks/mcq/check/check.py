@@ -13,15 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import pandas as pd
-
-from tradebench.benchmarks.mcq.bars import load_bars
 from tradebench.benchmarks.mcq.check import (  # noqa: F401  (they register derivers)
     derive_compare,
     derive_legacy,
     derive_risk,
 )
 from tradebench.benchmarks.mcq.check.derive import COMPARATIVE, DERIVERS, DERIVERS_V1, Value
+from tradebench.benchmarks.mcq.check.series import Bars, load_series
 from tradebench.benchmarks.mcq.check.simulate import Simulation, simulate
 from tradebench.benchmarks.mcq.config import BacktestConfig, DataRef
 from tradebench.benchmarks.mcq.records import MCQRecord, question_id
@@ -142,16 +140,16 @@ def _verdict(record: MCQRecord, sim: Simulation, alt: Simulation | None) -> Verd
     return judge(record, value)
 
 
-Loader = Callable[[DataRef], pd.DataFrame]
+Loader = Callable[[DataRef], Bars]
 
 
 def check_records(
     records: Sequence[MCQRecord],
-    loader: Loader = load_bars,
+    loader: Loader = load_series,
     tick: Callable[[], None] = lambda: None,
 ) -> CheckReport:
     """Re-run every distinct config once (from the record alone) and judge every record."""
-    bars: dict[str, pd.DataFrame] = {}
+    bars: dict[str, Bars] = {}
     sims: dict[str, Simulation] = {}
 
     def run(cfg: BacktestConfig) -> Simulation:

@@ -14,9 +14,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from tradebench.benchmarks.mcq.check import indicators as ind
+from tradebench.benchmarks.mcq.check.series import Bars
 from tradebench.benchmarks.mcq.config import BacktestConfig
 
 
@@ -147,9 +147,9 @@ class _Account:
         return Fill(t, "SELL", size, price, comm, self.cash), trip
 
 
-def simulate(config: BacktestConfig, bars: pd.DataFrame) -> Simulation:
+def simulate(config: BacktestConfig, bars: Bars) -> Simulation:
     """Re-run the configured backtest on `bars` and return every per-bar quantity."""
-    opens, close = bars["open"].to_numpy(float), bars["close"].to_numpy(float)
+    opens, close = bars.open, bars.close
     rules = strategy_rules(config, close)
     acct = _Account(config.initial_cash, config.commission_rate)
     n = len(close)
@@ -176,12 +176,11 @@ def simulate(config: BacktestConfig, bars: pd.DataFrame) -> Simulation:
             order = ("BUY", size) if size > 0 else None
         elif acct.shares > 0 and rules.exit[t]:
             order = ("SELL", acct.shares)
-    dates = bars.index.to_numpy().astype("datetime64[D]")
     return Simulation(
-        dates,
+        bars.dates.astype("datetime64[D]"),
         opens,
         close,
-        bars["volume"].to_numpy(float),
+        bars.volume,
         rules,
         cash,
         pos,

@@ -1,0 +1,132 @@
+"""The checker's own bar loader: a record's bars as NumPy arrays, read with DuckDB.
+
+The builder reads a long-format Parquet file with pyarrow into pandas (`mcq.bars`); the
+checker reads the same file with DuckDB straight into NumPy and applies the same rules
+(`mcq.bar_rules`) in its own code: the window on the dates as stored, dates floored to the
+day, sorted, no duplicate date, no NaN price, at least `MIN_BARS` bars; the digest over
+the same bytes proves both saw the same bars. A check therefore loads neither pandas nor
+pyarrow. A tradebench dataset folder, or dates stored as text, go through the builder's
+loader and are converted (pandas is imported only then).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tradebench.benchmarks.mcq.bar_rules import (
+    MIN_BARS,
+    OHLCV,
+    digest_mismatch,
+    duplicate_dates,
+    file_not_found,
+    missing_columns,
+    nan_prices,
+    not_long_format,
+    symbol_absent,
+    too_few,
+    zoned_dates,
+)
+from tradebench.benchmarks.mcq.config import DataRef
+
+_DATE_TYPES = ("DATE", "TIMESTAMP", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS")
+"""DuckDB types of a date column read here (dates without a time zone)."""
+
+
+@dataclass(frozen=True)
+class Bars:
+    """Daily bars: dates (datetime64[ns], midnight) and float64 OHLCV, in date order."""
+
+    dates: np.ndarray
+    open: np.ndarray
+    high: np.ndarray
+    low: np.ndarray
+    close: np.ndarray
+    volume: np.ndarray
+
+    @classmethod
+    def from_frame(cls, frame: Any) -> Bars:
+        """From a validated OHLCV DataFrame indexed by date (the builder's form)."""
+        dates = np.asarray(frame.index.as_unit("ns").asi8).view("datetime64[ns]")
+        return cls(dates, *(frame[c].to_numpy(dtype="float64") for c in OHLCV))
+
+    def digest(self) -> str:
+        """SHA-256 of dates as int64 ns and OHLCV as little-endian float64 (`bars_digest`)."""
+        h = hashlib.sha256()
+        h.update(self.dates.astype("datetime64[ns]").view("int64").astype("<i8").tobytes())
+        for column in OHLCV:
+            h.update(np.ascontiguousarray(getattr(self, column), dtype="<f8").tobytes())
+        return h.hexdigest()
+
+
+def _float(values: Any) -> np.ndarray:
+    """A fetched column as float64, NULL as NaN (DuckDB hands masked arrays for NULLs)."""
+    return np.ma.filled(np.ma.asarray(values).astype("float64"), np.nan)
+
+
+def _read(path: Path, symbol: str) -> tuple[np.ndarray, dict[str, np.ndarray]] | None:
+    """`symbol`'s stored dates (datetime64[ns]) and OHLCV columns; None when the dates are
+    text (the builder's loader parses those)."""
+    import duckdb
+
+    if not path.exists():
+        raise file_not_found(path)
+    con = duckdb.connect(config={"threads": 1})
+    try:
+        source = "read_parquet(?)"
+        described = con.execute(f"DESCRIBE SELECT * FROM {source}", [str(path)]).fetchall()
+        types = {name: kind for name, kind, *_ in described}
+        if "date" not in types or "symbol" not in types:
+            raise not_long_format(path)
+        if types["date"].startswith("TIMESTAMP WITH TIME ZONE"):
+            raise zoned_dates(path)
+        if types["date"] not in _DATE_TYPES:
+            return None
+        if any(c not in types for c in OHLCV):
+            raise missing_columns(list(types))
+        columns = ", ".join(f'"{c}"' for c in ("date", *OHLCV))
+        query = f"SELECT {columns} FROM {source} WHERE symbol = ?"
+        fetched = con.execute(query, [str(path), symbol]).fetchnumpy()
+    finally:
+        con.close()
+    if len(fetched["date"]) == 0:
+        raise symbol_absent(symbol, path)
+    stored = np.ma.filled(np.ma.asarray(fetched["date"]), np.datetime64("NaT"))
+    return stored.astype("datetime64[ns]"), {c: _float(fetched[c]) for c in OHLCV}
+
+
+def _window(
+    stored: np.ndarray, values: dict[str, np.ndarray], start: dt.date, end: dt.date
+) -> Bars:
+    """The window's bars, validated by the rules of `mcq.bar_rules`."""
+    inside = (stored >= np.datetime64(start, "ns")) & (stored <= np.datetime64(end, "ns"))
+    days = stored[inside].astype("datetime64[D]").astype("datetime64[ns]")
+    order = np.argsort(days, kind="stable")
+    days = days[order]
+    if len(days) > 1 and bool(np.any(days[1:] == days[:-1])):
+        raise duplicate_dates()
+    bars = Bars(days, *(values[c][inside][order] for c in OHLCV))
+    if any(np.isnan(getattr(bars, c)).any() for c in ("open", "high", "low", "close")):
+        raise nan_prices()
+    if len(days) < MIN_BARS:
+        raise too_few(len(days))
+    return bars
+
+
+def load_series(ref: DataRef, *, verify: bool = True) -> Bars:
+    """Load the bars a `DataRef` names; with `verify`, insist the digest matches the record."""
+    path = Path(ref.path)
+    read = _read(path, ref.symbol) if ref.kind == "long_parquet" else None
+    if read is None:
+        from tradebench.benchmarks.mcq.bars import load_bars
+
+        return Bars.from_frame(load_bars(ref, verify=verify))
+    bars = _window(*read, ref.start, ref.end)
+    if verify and ref.bars_sha256 and bars.digest() != ref.bars_sha256:
+        raise digest_mismatch(ref.symbol, path)
+    return bars
