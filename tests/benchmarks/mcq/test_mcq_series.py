@@ -85,7 +85,9 @@ def test_date_types_times_of_day_and_disorder_read_the_same(tmp_path: Path) -> N
         assert len(series.dates) > 60 and np.all(np.diff(series.dates) > np.timedelta64(0))
 
 
-@pytest.mark.parametrize("flaw", ["duplicate", "nan", "short", "missing", "absent", "zone"])
+@pytest.mark.parametrize(
+    "flaw", ["duplicate", "nan", "short", "missing", "absent", "zone", "corrupt", "truncated"]
+)
 def test_a_flawed_table_is_refused_by_both_with_the_same_line(tmp_path: Path, flaw: str) -> None:
     days = _days(200)
     dates = pa.array(days, pa.date32())
@@ -104,11 +106,46 @@ def test_a_flawed_table_is_refused_by_both_with_the_same_line(tmp_path: Path, fl
         ref = ref.model_copy(update={"end": dt.date(2021, 2, 10)})
     if flaw == "absent":
         ref = ref.model_copy(update={"symbol": "Z"})
+    if flaw == "corrupt":
+        path.write_bytes(b"date,symbol,open\n2021-01-04,X,1.0\n")  # CSV under a .parquet name
+    if flaw == "truncated":
+        path.write_bytes(path.read_bytes()[:-100])
     with pytest.raises(DataError) as pandas_side:
         load_bars(ref, verify=False)
     with pytest.raises(DataError) as numpy_side:
         load_series(ref, verify=False)
+    if flaw in ("corrupt", "truncated"):  # each reader's own reason inside the parentheses
+        said = [str(e.value).split(" (")[0] for e in (pandas_side, numpy_side)]
+        assert said == [f"bars file {path} is not a readable Parquet file"] * 2
+        assert all("\n" not in str(e.value) for e in (pandas_side, numpy_side))
+        return
     assert str(numpy_side.value) == str(pandas_side.value)
+
+
+def test_a_corrupt_bars_file_is_one_error_line_for_build_and_check(
+    base_pool, tmp_path: Path
+) -> None:
+    """Both verbs, as a user runs them, print one `error:` line and no traceback."""
+    from tradebench.benchmarks.mcq.records import write_jsonl
+
+    bad = tmp_path / "bars.parquet"
+    bad.write_bytes(b"PAR1 not really")
+    record = base_pool.records[0]
+    data = record.config.data.model_copy(update={"path": str(bad)})
+    write_jsonl(
+        [record.model_copy(update={"config": record.config.model_copy(update={"data": data})})],
+        tmp_path / "q.jsonl",
+    )
+    build = ["mcq", "build", "--bars", str(bad), "--symbol", "AAPL", "--start", "2020-01-01"]
+    build += ["--end", "2024-01-01", "--all-templates", "-o", str(tmp_path / "out.jsonl")]
+    for args in (build, ["mcq", "check", str(tmp_path / "q.jsonl")]):
+        done = subprocess.run(
+            [sys.executable, "-m", "tradebench.cli", *args], capture_output=True, text=True
+        )
+        assert done.returncode == 1, done.stderr[-2000:]
+        assert "Traceback" not in done.stderr + done.stdout
+        lines = [x for x in done.stderr.splitlines() if x.strip()]
+        assert lines and lines[0].startswith("error:") and "not a readable Parquet" in lines[0]
 
 
 def test_changed_bars_fail_the_digest(aapl) -> None:

@@ -22,6 +22,15 @@ def file_not_found(path: Path) -> DataError:
     return DataError(f"bars file {path} not found; pass an existing Parquet file")
 
 
+def unreadable(path: Path, reason: str) -> DataError:
+    """The error for a file the Parquet reader cannot read (corrupt, truncated, not
+    Parquet); `reason` is the reader's own first line."""
+    return DataError(
+        f"bars file {path} is not a readable Parquet file ({reason}); check the file or "
+        "write it again"
+    )
+
+
 def not_long_format(path: Path) -> DataError:
     """The error for a Parquet file without `date` and `symbol` columns."""
     return DataError(f"bars file {path} needs date and symbol columns (long format)")

@@ -16,6 +16,7 @@ from tradebench.benchmarks.mcq.bar_rules import (
     file_not_found,
     not_long_format,
     symbol_absent,
+    unreadable,
     zoned_dates,
 )
 
@@ -44,6 +45,16 @@ def _groups_with(meta: pq.FileMetaData, column: int, symbol: str) -> list[int]:
 
 
 def symbol_table(path: Path, symbol: str) -> pa.Table:
+    """`_symbol_table`, with a file pyarrow cannot read refused in one line."""
+    try:
+        return _symbol_table(path, symbol)
+    except (pa.ArrowException, OSError) as exc:
+        if not path.exists():
+            raise file_not_found(path) from None
+        raise unreadable(path, str(exc).strip().splitlines()[0]) from None
+
+
+def _symbol_table(path: Path, symbol: str) -> pa.Table:
     """The `date` and OHLCV columns (those present) of `symbol`'s rows, in file order.
 
     Only the row groups whose statistics admit the symbol are read, one column at a time

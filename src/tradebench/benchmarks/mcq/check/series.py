@@ -30,6 +30,7 @@ from tradebench.benchmarks.mcq.bar_rules import (
     not_long_format,
     symbol_absent,
     too_few,
+    unreadable,
     zoned_dates,
 )
 from tradebench.benchmarks.mcq.config import DataRef
@@ -76,7 +77,14 @@ def _read(path: Path, symbol: str) -> tuple[np.ndarray, dict[str, np.ndarray]] |
 
     if not path.exists():
         raise file_not_found(path)
-    con = duckdb.connect(config={"threads": 1})
+    try:
+        return _query(duckdb.connect(config={"threads": 1}), path, symbol)
+    except duckdb.Error as exc:
+        raise unreadable(path, str(exc).strip().splitlines()[0]) from None
+
+
+def _query(con: Any, path: Path, symbol: str) -> tuple[np.ndarray, dict[str, np.ndarray]] | None:
+    """`_read`'s queries on connection `con` (closed after)."""
     try:
         source = "read_parquet(?)"
         described = con.execute(f"DESCRIBE SELECT * FROM {source}", [str(path)]).fetchall()
