@@ -7,9 +7,9 @@ held the run's one event loop about a millisecond, a fifth of its calls at full 
 rerun reads the complete lines back (a torn last line from a kill mid-write is dropped),
 keeps the steps both files hold (a power loss may keep the newer lines of one file and
 not the other's: a progress line says whether its step wrote a trace), and continues after
-the last one, so a killed run ends with the same
-files as an uninterrupted one. A done episode's trace is compacted to `trace.jsonl.zst`
-(`runs.trace`); a resumed one gets its JSONL back first. What a line holds is the
+the last one, so a killed run ends with the same files as an uninterrupted one. A done
+episode's trace is compacted to `trace.jsonl.zst` (`runs.trace`); a resumed one gets its
+JSONL back first. What a line holds is the
 benchmark's business: the broker engine stores its rows and the account, the single-stock
 benchmark its decision.
 """

@@ -60,7 +60,7 @@ def connect(address: str | None) -> ModuleType:
     try:
         ray.init(address=target, include_dashboard=False, logging_level="WARNING")
     except (ConnectionError, RuntimeError, ValueError) as exc:
-        where = address or os.environ.get("RAY_ADDRESS") or "a new local cluster"
+        where = "a new local cluster" if target == "local" else target
         raise ConfigError(
             f"cannot reach the Ray cluster at {where}: {exc}; start one with `ray start --head` "
             "and pass its address with --address HOST:6379"
