@@ -177,3 +177,27 @@ def test_research_then_submission_and_a_rate_in_the_unit_interval(
     row = pd.read_parquet(summary).set_index("agent").loc["scripted"]
     assert row["parse_failure_rate"] == 1.0 and row["malformed_reply_rate"] == 3.0
     assert row["fallback_steps"] == len(steps)
+
+
+@pytest.mark.parametrize("mode", ["memory_only", "open_research"])
+def test_every_step_sends_the_modes_system_prompt_whole(
+    cn_dataset_dir: Path, tmp_path: Path, mode: str
+) -> None:
+    """What reaches the model as the system turn, at every step of a multi-day episode, is
+    the mode's prompt with the engine's rules and the reply's limits (the agent builds it
+    once per episode)."""
+    from tradebench.benchmarks.portfolio.submit_schema import SubmitLimits
+
+    with LoopbackServer() as server:
+        spec = spec_dict(cn_dataset_dir, server.openai_url, ["bright"], [mode])
+        asyncio.run(run_spec(RunSpec.model_validate(spec), tmp_path / "run"))
+        requests = list(server.requests)
+    expected = system_prompt(
+        load_prompts(), mode, MarketRules.cn(), "CNY", SubmitLimits.for_tokens(256)
+    )
+    systems = [m["content"] for r in requests for m in r.body["messages"] if m["role"] == "system"]
+    days = len(
+        pd.read_parquet(next((tmp_path / "run" / "episodes").glob("scripted_*")) / "steps.parquet")
+    )
+    assert days >= 4 and len(systems) >= days
+    assert all(s == expected for s in systems)
