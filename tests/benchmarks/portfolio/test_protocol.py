@@ -201,3 +201,23 @@ def test_every_step_sends_the_modes_system_prompt_whole(
     )
     assert days >= 4 and len(systems) >= days
     assert all(s == expected for s in systems)
+
+
+def test_memory_only_lists_exactly_the_point_in_time_universe(
+    cn: Dataset, shared_data: Path
+) -> None:
+    """The identifier listing is the index as it stood on the decision day (read here from
+    the membership file itself), each under its alias, nothing more and nothing less."""
+    members = pd.read_csv(shared_data / "universe" / "csi300_membership.csv", dtype=str)
+    day = pd.Timestamp(DAY)
+    start = pd.to_datetime(members["opt-in"])
+    end = pd.to_datetime(members["opt-out"]).fillna(pd.Timestamp.max)
+    listed = set(members.loc[(start <= day) & (day < end), "symbol"])
+    expected = listed & {str(s) for s in cn.panel.symbols}
+    masker = build_masker("blinded", cn.panel.symbols, cn.panel.dates, DAY, seed=0, episode_id="e")
+    user = _user(cn, "memory_only", "blinded")
+    listing = re.search(r"Tradable universe: (\d+) stocks\. Identifiers: (.*)", user)
+    assert listing is not None
+    shown = listing.group(2).strip().split(", ")
+    assert shown == sorted(shown) and int(listing.group(1)) == len(shown) and len(shown) > 250
+    assert set(shown) == {masker.alias_of[s] for s in expected}
