@@ -311,13 +311,18 @@ class _Handler(BaseHTTPRequestHandler):
         reply = owner.next_reply(seen)
         n = owner.record(seen.model_copy(update={"reply": reply.kind}))
         delay = reply.delay_s + owner.latency_s
+        # A request counts as in flight from its arrival until its reply is about to be
+        # written: inside the interval in which the client holds it, so a client-side
+        # concurrency limit bounds this count exactly (counting until the write returns
+        # would also count a handler thread that the OS has not yet run after the client
+        # had its reply and sent the next request).
         owner.enter()
         try:
             if delay > 0:
                 time.sleep(delay)
-            self._reply(reply, wire, n, (body or {}).get("model", "loopback"), raw, prompt_len)
         finally:
             owner.leave()
+        self._reply(reply, wire, n, (body or {}).get("model", "loopback"), raw, prompt_len)
 
     def _reply(
         self, reply: Reply, wire: Wire, n: int, model: str, raw: bytes, prompt_len: int

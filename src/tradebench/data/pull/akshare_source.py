@@ -57,13 +57,14 @@ class AkshareFrames:
 
 
 def fetch_akshare(req: PullRequest) -> AkshareFrames:
-    """Call akshare for every requested stock (raw and hfq), the index and the members."""
-    ak = import_library("akshare", "akshare")
+    """Call akshare for every requested stock (raw and hfq), the index and the members
+    (the request is checked before the library is imported)."""
     start, end = req.start.replace("-", ""), req.end.replace("-", "")
     symbols = [cn_symbol(s) for s in req.symbols]
     index_symbol = cn_symbol(req.index) if req.index else None
     if req.members and req.members not in INDEX_CODES:
         raise ConfigError(f"unknown --members {req.members!r}; akshare supports csi300")
+    ak = import_library("akshare", "akshare")
     members = None
     if req.members:
         members = ak.index_stock_cons_csindex(symbol=INDEX_CODES[req.members])

@@ -75,12 +75,13 @@ def query_days(start: str, end: str) -> list[str]:
 
 def fetch_baostock(req: PullRequest) -> BaostockFrames:
     """Log in, run every query for the request, log out (baostock's own prints muted:
-    its answers carry the same messages, which become the errors)."""
-    bs = import_library("baostock", "baostock")
+    its answers carry the same messages, which become the errors). The request is checked
+    before the library is imported, so a bad one gets the same answer without the extra."""
     codes = [baostock_code(s) for s in req.symbols]
     index_code = baostock_code(req.index) if req.index else None
     if req.members and req.members != "csi300":
         raise ConfigError(f"unknown --members {req.members!r}; baostock supports csi300")
+    bs = import_library("baostock", "baostock")
     with contextlib.redirect_stdout(io.StringIO()):
         login = bs.login()
         if getattr(login, "error_code", None) != "0":

@@ -47,11 +47,12 @@ class YahooFrames:
 
 
 def fetch_yfinance(req: PullRequest) -> YahooFrames:
-    """Download the tickers (and the index) and each ticker's split history."""
-    yf = import_library("yfinance", "yfinance")
+    """Download the tickers (and the index) and each ticker's split history (the request
+    is checked before the library is imported)."""
     tickers = list(dict.fromkeys([*req.symbols, *([req.index] if req.index else [])]))
     if not tickers:
         raise DataError("yfinance: name the tickers with --symbols (and --index)")
+    yf = import_library("yfinance", "yfinance")
     end = (pd.Timestamp(req.end) + pd.Timedelta(days=1)).strftime("%Y-%m-%d")
     prices = yf.download(
         tickers,
