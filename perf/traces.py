@@ -8,7 +8,10 @@ exactly what the journal wrote (and what run folders kept before compaction), re
 from the `.zst` and checked against an independent decompressor when `zstandard` is
 installed. Also printed: the time compaction takes and the rest of the episode folder.
 
-Target: under 3 MB of trace per 548-step episode, lossless.
+Also printed: the reply cache the episode wrote (compact rows) beside the same rows as
+plain text, the format before.
+
+Target: under 3 MB of trace and cache per 548-step episode, lossless.
 Run: python perf/traces.py [--mode open_research] [--mask blinded] [--end 2026-04-10]
 """
 
@@ -25,6 +28,7 @@ from typing import Any
 from _common import import_real_cn
 
 from tradebench.benchmarks import run_spec
+from tradebench.llm.cache import ResponseCache
 from tradebench.llm.loopback import LoopbackServer, RecordedRequest, Reply
 from tradebench.runs.records import TRACE_FILE, TRACE_ZST_FILE
 from tradebench.runs.spec import RunSpec
@@ -132,6 +136,17 @@ def main() -> None:
         verdict = "not run (zstandard not installed)" if check is None else str(check == jsonl)
         print(f"  independent decompression equals the JSONL: {verdict}")
         print(f"  rest of the episode folder                {rest / mb:7.2f} MB")
+        cache = sum(p.stat().st_size for p in run.glob("cache.sqlite*"))
+        rows = list(ResponseCache(run / "cache.sqlite", mode="replay").rows())
+        replies = len(rows)
+        as_text = sum(len(r.key) + len(r.request) + len(r.response) for r in rows)
+        print(
+            f"  cache.sqlite (with its WAL)               {cache / mb:7.2f} MB"
+            f"  ({replies} replies, {cache / max(replies, 1) / 1024:.1f} KB each)"
+        )
+        print(f"  the same rows as plain text (old format)  {as_text / mb:7.2f} MB")
+        whole = cache + packed.stat().st_size
+        print(f"  cache + kept trace                        {whole / mb:7.2f} MB  (target < 3 MB)")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from tests.benchmarks.portfolio.conftest import spec_dict
 from tradebench.benchmarks import run_spec
 from tradebench.cli import app
+from tradebench.llm.cache import ResponseCache
 from tradebench.llm.loopback import LoopbackServer, RecordedRequest, Reply
 from tradebench.runs.spec import RunSpec
 
@@ -57,6 +58,9 @@ def test_an_echoed_key_is_written_nowhere(
     assert any(p.name == "report.html" for p in written)
     leaks = [str(p) for p in written if KEY.encode() in p.read_bytes()]
     assert leaks == []
+    # the cache deflates its rows: its decoded text is scanned too
+    cached = ResponseCache(tmp_path / "run" / "cache.sqlite", mode="replay").rows()
+    assert not [r.key for r in cached if KEY in r.request + r.response]
     orders = pd.concat(pd.read_parquet(p) for p in (tmp_path / "run").rglob("orders.parquet"))
     assert orders["reason"].str.contains("[REDACTED]", regex=False).any()  # scrubbed, kept
     spec["cache"] = {"mode": "replay", "path": str(tmp_path / "run" / "cache.sqlite")}

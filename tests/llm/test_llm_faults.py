@@ -6,7 +6,6 @@ import asyncio
 import email.utils
 import json
 import random
-import sqlite3
 import time
 
 import pytest
@@ -101,9 +100,10 @@ def test_faults_are_not_cached_and_a_hit_carries_none(loopback, make_model, tmp_
         exclude={"cached", "faults"}
     )
     cache.close()
-    (row,) = sqlite3.connect(path).execute("SELECT response FROM replies").fetchall()
-    assert "faults" not in json.loads(row[0]) and "cached" not in json.loads(row[0])
-    assert json.loads(row[0]) == live.model_dump(mode="json", exclude={"cached", "faults"})
+    (row,) = ResponseCache(path, mode="replay").rows()
+    stored = json.loads(row.response)
+    assert "faults" not in stored and "cached" not in stored
+    assert stored == live.model_dump(mode="json", exclude={"cached", "faults"})
     loopback.stop()
     replayed = asyncio.run(make_model(cache=ResponseCache(path, mode="replay")).generate(ASK))
     assert replayed.faults == CallFaults() and replayed.message == live.message

@@ -5,6 +5,10 @@ The key is the sha256 of the canonical request (provider, model, sampling settin
 and the key are not part of it: the same model replays after moving servers, and the cache
 never sees a credential. Rows are redacted before they are written.
 
+Requests are kept as skeletons of content-addressed parts and every stored value is
+deflated against a shared dictionary (`llm.cache_codec`): about 0.4 KB a call instead of
+9 KB, decoded back to the exact text; `ResponseCache.rows()` reads them.
+
 SQLite runs in WAL mode with a busy timeout, so several processes can share one file;
 the first writer of a key wins (`INSERT OR IGNORE`), which keeps replays deterministic.
 Unreadable replies (garbage, truncated JSON) are cached too, so a replay reproduces the
@@ -20,13 +24,14 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from pydantic import BaseModel
 
 from tradebench.errors import CacheMiss, ConfigError, DataError
+from tradebench.llm.cache_codec import CacheCodec
 from tradebench.llm.redact import Redactor
 from tradebench.llm.types import ChatResponse, Message, ModelConfig, ToolChoice, ToolSpec
 
@@ -42,11 +47,13 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS replies (
     key TEXT PRIMARY KEY,
     model TEXT NOT NULL,
-    request TEXT NOT NULL,
-    response TEXT NOT NULL,
+    request BLOB NOT NULL,
+    response BLOB NOT NULL,
     created REAL NOT NULL
-)
+) WITHOUT ROWID
 """
+"""A file made before the compact format keeps its table (TEXT columns with a rowid):
+the values are told apart by their type, so old and new rows read alike."""
 
 
 def canonical_request(
@@ -77,6 +84,17 @@ def request_key(canonical: str, sample_index: int) -> str:
     return hashlib.sha256(f"{canonical}\n#sample={sample_index}".encode()).hexdigest()
 
 
+class StoredReply(NamedTuple):
+    """One cache row as text: what `ResponseCache.rows()` yields."""
+
+    key: str
+    model: str
+    request: str
+    """The canonical request (its sha256 with the sample index is `key`)."""
+    response: str
+    """The stored reply's JSON (redacted; without `NOT_STORED` fields)."""
+
+
 class CacheStats(BaseModel):
     """Live counts for one cache (not part of run records)."""
 
@@ -105,6 +123,7 @@ class ResponseCache:
         self._redactor = Redactor.from_env()
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
+        self._codec: CacheCodec | None = None
         if mode == "replay" and not self.path.exists():
             raise ConfigError(
                 f"replay mode needs an existing cache, but {self.path} does not exist; "
@@ -121,6 +140,7 @@ class ResponseCache:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute(_SCHEMA)
+            self._codec = CacheCodec(conn)
             conn.commit()
         except sqlite3.DatabaseError as exc:
             conn.close()
@@ -142,7 +162,9 @@ class ResponseCache:
             self.stats.misses += 1
             return None
         self.stats.hits += 1
-        return ChatResponse.model_validate_json(row[0]).model_copy(update={"cached": True})
+        assert self._codec is not None
+        text = self._codec.decode_text(row[0])
+        return ChatResponse.model_validate_json(text).model_copy(update={"cached": True})
 
     def put(self, key: str, model: str, request: str, response: ChatResponse) -> None:
         """Store a reply (redacted) unless the key is already present."""
@@ -150,11 +172,20 @@ class ResponseCache:
             return
         body = self._redactor.text(response.model_dump_json(exclude=NOT_STORED))
         with self._lock:
-            self._conn.execute(
-                "INSERT OR IGNORE INTO replies (key, model, request, response, created) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (key, model, self._redactor.text(request), body, time.time()),
-            )
+            assert self._codec is not None
+            present = self._conn.execute("SELECT 1 FROM replies WHERE key = ?", (key,)).fetchone()
+            if present is None:
+                self._conn.execute(
+                    "INSERT OR IGNORE INTO replies (key, model, request, response, created) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (
+                        key,
+                        model,
+                        self._codec.encode_request(self._redactor.text(request)),
+                        self._codec.encode_text(body),
+                        time.time(),
+                    ),
+                )
             self._conn.commit()
         self.stats.writes += 1
 
@@ -166,6 +197,21 @@ class ResponseCache:
     async def store(self, key: str, model: str, request: str, response: ChatResponse) -> None:
         """`put` as a coroutine (see `lookup`)."""
         self.put(key, model, request, response)
+
+    def rows(self) -> Iterator[StoredReply]:
+        """Every stored row decoded to text, in the order written."""
+        if self._conn is None:
+            return
+        with self._lock:
+            found = self._conn.execute(
+                "SELECT key, model, request, response FROM replies ORDER BY created"
+            ).fetchall()
+            assert self._codec is not None
+            decoded = [
+                StoredReply(k, m, self._codec.decode_request(q), self._codec.decode_text(r))
+                for k, m, q, r in found
+            ]
+        yield from decoded
 
     def __len__(self) -> int:
         """Number of stored replies."""
