@@ -19,7 +19,8 @@ from rich.console import Console
 from tradebench.cli.kit import console, exits_on_error
 
 app = typer.Typer(
-    help="Factor-model baselines: train them once into the model cache, list them.",
+    help="Factor-model baselines: train them once into the model cache, list them.\n\n"
+    "Example: tradebench baselines train examples/portfolio_factor_models.yaml",
     no_args_is_help=True,
 )
 
@@ -35,7 +36,10 @@ def list_models(
         Path | None, typer.Option(help="Model cache folder (default: the usual cache).")
     ] = None,
 ) -> None:
-    """Registered model types (family, inputs, library, installed) and cached models."""
+    """Registered model types (family, inputs, library, installed) and cached models.
+
+    Example: tradebench baselines list
+    """
     import importlib.util
 
     from rich.table import Table
@@ -84,6 +88,8 @@ def train(
     """Train every factor-model agent of SPEC_FILE into the model cache (IC per model).
 
     Models already cached are loaded, not retrained; `tradebench run` then uses them.
+
+    Example: tradebench baselines train examples/portfolio_factor_models.yaml
     """
     from rich.progress import (
         BarColumn,

@@ -12,7 +12,8 @@ from tradebench.cli.kit import console, exits_on_error
 from tradebench.errors import ConfigError
 
 app = typer.Typer(
-    help="Create and inspect datasets (a folder of Parquet tables plus manifest.json).",
+    help="Create and inspect datasets (a folder of Parquet tables plus manifest.json).\n\n"
+    "Example: tradebench data synth -o data/synth-cn --seed 0",
     no_args_is_help=True,
 )
 
@@ -335,7 +336,10 @@ def synth(
     names: Annotated[int, typer.Option(help="Number of stocks (>= 300 by default).")] = 320,
     days: Annotated[int, typer.Option(help="Trading days (780 ~ 3 years).")] = 780,
 ) -> None:
-    """Generate a deterministic synthetic A-share market (no data or network needed)."""
+    """Generate a deterministic synthetic A-share market (no data or network needed).
+
+    Example: tradebench data synth -o data/synth-cn --seed 0
+    """
     from tradebench.data.synth import SynthConfig, synthesize
 
     if market != "cn":
@@ -352,7 +356,10 @@ def info(
     path: Annotated[Path, typer.Argument(help="Dataset folder.")],
     stats: Annotated[bool, typer.Option(help="Also compute market statistics.")] = False,
 ) -> None:
-    """Summarise a dataset: manifest, tables, import findings (and market statistics)."""
+    """Summarise a dataset: manifest, tables, import findings (and market statistics).
+
+    Example: tradebench data info data/synth-cn
+    """
     _render_info(path, with_stats=stats)
 
 

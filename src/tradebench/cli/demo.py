@@ -33,6 +33,8 @@ def demo(
 
     Writes a run folder with a self-contained report.html. No network or API key needed
     unless --model names a hosted model.
+
+    Example: tradebench demo -o tradebench-demo --no-local-model
     """
     from rich.table import Table
 

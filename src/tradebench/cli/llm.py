@@ -10,7 +10,9 @@ import typer
 from tradebench.cli.kit import console, exits_on_error
 
 app = typer.Typer(
-    help="Talk to models: ping an endpoint, serve a small local model.", no_args_is_help=True
+    help="Talk to models: ping an endpoint, serve a small local model.\n\n"
+    "Example: tradebench llm ping openai:gpt-4.1-mini",
+    no_args_is_help=True,
 )
 
 
@@ -26,7 +28,10 @@ def ping(
     ] = None,
     timeout: Annotated[float, typer.Option(help="Per-attempt timeout, seconds")] = 60.0,
 ) -> None:
-    """One forced tool-call round trip; exits 1 unless a valid tool call came back."""
+    """One forced tool-call round trip; exits 1 unless a valid tool call came back.
+
+    Example: tradebench llm ping openai:local --base-url http://127.0.0.1:8080/v1
+    """
     import asyncio
 
     from tradebench.llm.ping import ping_model
@@ -78,6 +83,8 @@ def serve_local(
 
     Tools reach the model: the bundled models' chat templates drop them, so the server
     renders the tool catalogue into the prompt and returns the calls the model writes.
+
+    Example: tradebench llm serve-local --port 8080
     """
     from tradebench.errors import ConfigError
     from tradebench.llm.local import BUNDLED, BundledModel, LocalServer, find_bundled_model

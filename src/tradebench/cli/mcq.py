@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 
 app = typer.Typer(
     help="Backtest-comprehension MCQs: questions from real backtrader backtests, each answer "
-    "proved by an independent re-run; model evaluation and LLM question mining.",
+    "proved by an independent re-run; model evaluation and LLM question mining.\n\n"
+    "Example: tradebench mcq build --dataset data/us --symbol AAPL --all-templates",
     no_args_is_help=True,
 )
 
@@ -187,6 +188,8 @@ def check_cmd(
     """Re-run every backtest from its stored config and re-derive every answer independently.
 
     Exits non-zero when any question's key does not match the re-derived answer.
+
+    Example: tradebench mcq check mcq.jsonl
     """
     from tradebench.benchmarks.mcq.check.files import check_file
     from tradebench.benchmarks.mcq.records import read_jsonl
@@ -330,7 +333,10 @@ def report_cmd(
         Path | None, typer.Option("--out", "-o", help="HTML file (default: beside results).")
     ] = None,
 ) -> None:
-    """Write the standalone MCQ evaluation page of a results file."""
+    """Write the standalone MCQ evaluation page of a results file.
+
+    Example: tradebench mcq report mcq-eval/results.parquet
+    """
     from tradebench.benchmarks.mcq.eval.report import mcq_report
 
     path = mcq_report(results, out or results.with_name("report.html"))

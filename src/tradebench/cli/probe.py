@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 M = TypeVar("M", bound="BaseModel")
 
 app = typer.Typer(
-    help="De-anonymisation probe: can attackers recover tickers and dates from masked payloads?",
+    help="De-anonymisation probe: can attackers recover tickers and dates from masked payloads?"
+    "\n\nExample: tradebench probe build --dataset data/csi300 --out probes.jsonl --n 200",
     no_args_is_help=True,
 )
 

@@ -135,6 +135,8 @@ def run(
     request, default 6); the 429s, 5xx, timeouts and dropped connections met, the retries
     and the seconds of backoff are recorded per step and per episode. --executor ray runs
     the same episodes on a Ray cluster (docs/scale.md) with the same results.
+
+    Example: tradebench run examples/portfolio_baselines.yaml -o runs/baselines
     """
     import asyncio
 
