@@ -72,3 +72,39 @@ def spread(times: list[float], unit: float = 1.0, fmt: str = ".3f") -> str:
         f"{statistics.median(scaled):{fmt}} ({min(scaled):{fmt}} .. {max(scaled):{fmt}}, "
         f"n={len(scaled)})"
     )
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and its waited-for children, user + system."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def alternate(
+    first: Callable[[], object], second: Callable[[], object], pairs: int
+) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
+    """Time `first` and `second` in `pairs` alternated pairs (the order swaps each pair, so
+    neither side always runs warm or first); returns each side's (wall, CPU) seconds."""
+    sides: tuple[list[tuple[float, float]], list[tuple[float, float]]] = ([], [])
+    for i in range(max(pairs, 1)):
+        order = (0, 1) if i % 2 == 0 else (1, 0)
+        for side in order:
+            fn = first if side == 0 else second
+            wall, cpu = time.perf_counter(), _cpu()
+            fn()
+            sides[side].append((time.perf_counter() - wall, _cpu() - cpu))
+    return sides
+
+
+def ratio_spread(slow: list[tuple[float, float]], fast: list[tuple[float, float]]) -> str:
+    """The pairwise ratios slow/fast as `wall median (min .. max), CPU median (min .. max)`."""
+    parts = []
+    for k, name in ((0, "wall"), (1, "CPU")):
+        ratios = [s[k] / f[k] for s, f in zip(slow, fast, strict=True) if f[k] > 0]
+        if not ratios:
+            parts.append(f"{name} n/a")
+            continue
+        parts.append(
+            f"{name} {statistics.median(ratios):.1f}x ({min(ratios):.1f} .. {max(ratios):.1f})"
+        )
+    return ", ".join(parts) + f" over {len(slow)} alternated pairs"

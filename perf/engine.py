@@ -4,11 +4,13 @@ same job in the same process when pyqlib is installed.
 
 Target: >= 100x Qlib's `backtest()` on the simulation alone. A ratio is printed only when
 both sides ran here; without pyqlib the script prints our figures and says the comparison
-did not run. Our side is timed `--repeats` times, Qlib's `--qlib-repeats` times (each at
-least 3); medians are printed with the range. Two ratios: simulation alone (our
-`run_backtest_sync` against `backtest()`, market data in memory on both sides), and with
-the data preparation counted on both sides (our `load_dataset` plus panel build against
-Qlib's `Exchange` build).
+did not run. Our baselines alone are timed `--repeats` times (at least 3). The two sides
+are then timed in `--pairs` alternated pairs (at least 3) (the order swaps each pair), in wall
+and CPU time, and each ratio is printed as the median of the pairs' ratios with its range,
+so a burst of load on one side shows as spread, not as a different figure. Two ratios:
+simulation alone (our `run_backtest_sync` against `backtest()`, market data in memory on
+both sides), and with the data preparation counted on both sides (our `load_dataset` plus
+panel build against Qlib's `Exchange` build).
 
 The Qlib job: a `WeightStrategyBase` subclass that targets 1/n of `risk_degree=0.98` of the
 portfolio value in each of the n names of our `EqualWeightAgent`'s universe for day T
@@ -18,7 +20,7 @@ default `OrderGenWOInteract` (target shares from T-1's close, lots rounded down)
 ±9.5% limit on every board. The exchange (Qlib's quote loading, from the day before the
 window) is built before `backtest()` and timed apart, as our dataset load and panel build
 are. Results differ by design (docs/backtest.md, "Conformance with Qlib").
-Run: `python perf/engine.py [--repeats N] [--qlib-repeats M]`. pyqlib 0.9.7 is not in the
+Run: `python perf/engine.py [--repeats N] [--pairs M]`. pyqlib 0.9.7 is not in the
 main interpreter; a side venv that shares its packages works (docs/backtest.md, "Speed"):
 `python -m venv --system-site-packages ~/.cache/tradebench/qlib-venv &&
 ~/.cache/tradebench/qlib-venv/bin/pip install pyqlib==0.9.7 &&
@@ -32,14 +34,15 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
-import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
-from _common import REPEATS, import_real_cn, repeat_timed, spread
+from _common import REPEATS, alternate, import_real_cn, ratio_spread, repeat_timed, spread
 
 from tradebench.agents.baselines import EqualWeightAgent, MomentumTopKAgent, tradable_members
 from tradebench.data import load_dataset
@@ -103,19 +106,18 @@ def equal_weight_signal(ds: Dataset) -> pd.Series:
     return pd.Series(1.0, index=index, name="score")
 
 
-@dataclass(frozen=True)
-class QlibRun:
-    """Wall times (seconds) of the Qlib side and the last daily portfolio report."""
+@dataclass
+class QlibJob:
+    """The Qlib side, prepared once: `build` makes a fresh exchange, `run` one backtest."""
 
-    export: float
-    build: list[float]
-    run: list[float]
-    report: pd.DataFrame
+    export_s: float
+    build: Callable[[], Any]
+    run: Callable[[Any], pd.DataFrame]
 
 
-def run_qlib(ds: Dataset, root: Path, repeats: int) -> QlibRun:
-    """Export once, then time Qlib's exchange build and its `backtest()` call `repeats`
-    times (a fresh exchange and strategy each time)."""
+def prepare_qlib(ds: Dataset, root: Path) -> QlibJob:
+    """Export the dataset once and initialise Qlib; returns the exchange build and the
+    `backtest()` call as functions (a fresh exchange and strategy each time)."""
     os.environ.setdefault("TQDM_DISABLE", "1")  # Qlib's per-day progress bar
     import qlib
     from qlib.backtest import backtest
@@ -140,65 +142,73 @@ def run_qlib(ds: Dataset, root: Path, repeats: int) -> QlibRun:
         "module_path": "qlib.backtest.executor",
         "kwargs": {"time_per_step": "day", "generate_portfolio_metrics": True},
     }
-    builds, runs = [], []
-    report = pd.DataFrame()
-    for _ in range(repeats):
-        start = time.perf_counter()
-        exchange = Exchange(
-            freq="day", start_time=first, end_time=END, codes="all", **EXCHANGE_KWARGS
-        )
-        builds.append(time.perf_counter() - start)
-        strategy = EqualWeightStrategy(signal=signal, risk_degree=0.98)
-        start = time.perf_counter()
+
+    def build() -> Any:
+        return Exchange(freq="day", start_time=first, end_time=END, codes="all", **EXCHANGE_KWARGS)
+
+    def run(exchange: Any) -> pd.DataFrame:
         portfolio, _ = backtest(
             start_time=START,
             end_time=END,
-            strategy=strategy,
+            strategy=EqualWeightStrategy(signal=signal, risk_degree=0.98),
             executor=executor,
             benchmark="SH000300",
             account=CASH,
             exchange_kwargs={"exchange": exchange},
         )
-        runs.append(time.perf_counter() - start)
-        report = portfolio["1day"][0]
-    return QlibRun(export, builds, runs, report)
+        return portfolio["1day"][0]
+
+    return QlibJob(export, build, run)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=REPEATS, help="our timed repeats (>= 3)")
-    parser.add_argument("--qlib-repeats", type=int, default=REPEATS, help="Qlib's (>= 3)")
+    parser.add_argument("--pairs", type=int, default=REPEATS, help="alternated pairs (>= 3)")
     args = parser.parse_args()
-    repeats, qlib_repeats = max(args.repeats, 3), max(args.qlib_repeats, 3)
+    repeats, pairs = max(args.repeats, 3), max(args.pairs, 3)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "cn"
         import_real_cn(out, start="2023-06-01", end="2026-05-08")
         load, ds = repeat_timed(lambda: load_ours(out), repeats)
         print(f"{'load_dataset + panel':>22}: {spread(load)} s  (data preparation)")
-        daily = run_ours(ds, repeats)
+        run_ours(ds, repeats)
         if importlib.util.find_spec("qlib") is None:
             print(
                 "Qlib comparison did not run: pyqlib is not installed in this process, "
                 "so no ratio is printed (install the `qlib` extra to measure both sides)."
             )
             return
-        q = run_qlib(ds, Path(tmp) / "qlib", qlib_repeats)
-    ret = q.report["account"].iloc[-1] / CASH - 1.0
-    cash = (q.report["cash"] / q.report["account"]).mean()
+        job = prepare_qlib(ds, Path(tmp) / "qlib")
+        agent = EqualWeightAgent(every=1)
+        exchanges: list[Any] = []
+        reports: list[pd.DataFrame] = []
+        # the simulation alone: the exchange is built outside the timed call on Qlib's side,
+        # as our panel is; the two sides alternate, wall and CPU time per call
+        ours_sim, qlib_sim = alternate(
+            lambda: run_backtest_sync(ds, agent, START, END),
+            lambda: reports.append(job.run(exchanges.pop() if exchanges else job.build())),
+            pairs,
+        )
+        # with data preparation on both sides: load + panel + run against build + backtest()
+        ours_all, qlib_all = alternate(
+            lambda: run_backtest_sync(load_ours(out), agent, START, END),
+            lambda: job.run(job.build()),
+            pairs,
+        )
+    report = reports[-1]
+    ret = report["account"].iloc[-1] / CASH - 1.0
+    cash = (report["cash"] / report["account"]).mean()
+    walls = lambda rows: [w for w, _ in rows]  # noqa: E731
     print(
-        f"Qlib 0.9.7 equal_weight daily: backtest() {spread(q.run)} s, exchange build "
-        f"{spread(q.build)} s, export {q.export:.3f} s (once, not counted); return {ret:+.3f}, "
-        f"cash ratio {cash:.3f}"
+        f"Qlib 0.9.7 equal_weight daily: backtest() {spread(walls(qlib_sim))} s "
+        f"(exchange built beforehand), export {job.export_s:.3f} s (once, not counted); "
+        f"return {ret:+.3f}, cash ratio {cash:.3f}"
     )
-    med = statistics.median
-    ours_all, qlib_all = med(load) + med(daily), med(q.build) + med(q.run)
-    print(
-        f"ratio of medians, same process: {med(q.run) / med(daily):.0f}x on the simulation "
-        f"alone (backtest() {med(q.run):.2f} s / ours {med(daily):.3f} s); "
-        f"{qlib_all / ours_all:.0f}x with data preparation on both sides (exchange build + "
-        f"backtest() {qlib_all:.2f} s / load + panel + run {ours_all:.3f} s); "
-        "target >= 100x on the simulation alone"
-    )
+    print(f"ours equal_weight daily (alternated): {spread(walls(ours_sim))} s")
+    print(f"simulation alone, Qlib / ours: {ratio_spread(qlib_sim, ours_sim)}")
+    print(f"with data preparation, Qlib / ours: {ratio_spread(qlib_all, ours_all)}")
+    print("target >= 100x on the simulation alone")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,10 +19,11 @@ from typing import Any
 import pandas as pd
 
 from tradebench.benchmarks import build_report, run_spec
-from tradebench.llm.local import LocalServer, find_bundled_model, llama_cpp_available
+from tradebench.llm.local import LocalServer, find_bundled_model, free_cores, llama_cpp_available
 from tradebench.llm.types import ModelConfig
 from tradebench.report.episodes import code_counts, submission_rejections
 from tradebench.report.load import load_run, read_episode_tables, read_trace
+from tradebench.runs.progress import RunProgress
 from tradebench.runs.spec import RunSpec
 
 WINDOW = {"start": "2022-03-01", "end": "2022-03-29"}
@@ -33,6 +34,15 @@ BASELINES: list[dict[str, Any]] = [
     {"name": "momentum_top20", "baseline": "momentum_topk", "args": {"k": 20}},
     {"name": "cash", "baseline": "cash"},
 ]
+MODES = ("fixed_candidate", "open_research")
+OPTIONS: dict[str, Any] = {"max_tool_calls": 3, "max_submit_retries": 2, "candidates_k": 5}
+"""Research calls per decision, submission retries and candidates per factor: sized so the
+bundled model's prompts stay short (it reads a few hundred tokens a second on two cores)."""
+TIMING_WORDS = 1500
+"""Filler words of the timing request: about the length of a demo prompt in tokens."""
+TYPICAL_CALLS = {"fixed_candidate": 1, "open_research": 2}
+"""Model calls of one decision when the model submits at once (open research: one reply
+that ends research, then the submission)."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +57,8 @@ class DemoOptions:
     model_steps: int = 2
     port: int | None = None
     """Port of the bundled model's server (None: a free one)."""
+    threads: int | None = None
+    """Threads of the bundled model's server (None: the cores not already busy)."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +121,59 @@ def model_activity(run_dir: Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=ACTIVITY_COLUMNS)
 
 
+@dataclass(frozen=True)
+class DemoPlan:
+    """What the demo is about to do, for the line printed before it starts."""
+
+    model: str | None
+    decisions: int
+    """Model decision days in all (both modes)."""
+    typical_calls: int
+    """Model calls when every decision is submitted at once."""
+    max_calls: int
+    """Model calls when every decision uses every research call and retry."""
+    threads: int | None = None
+    """Threads of the bundled model's server (None: not the bundled model)."""
+    seconds_per_call: float | None = None
+    """Measured time of one prompt-sized request on this machine (bundled model only)."""
+    no_model_reason: str = ""
+    """Why no model runs (empty when one does)."""
+
+    @property
+    def expected_s(self) -> float | None:
+        """Seconds the model's calls should take (typical count x measured time)."""
+        if self.seconds_per_call is None:
+            return None
+        return self.typical_calls * self.seconds_per_call
+
+
+def calls_per_decision(mode: str) -> tuple[int, int]:
+    """(typical, at most) model calls of one decision under the demo's options."""
+    submit = 1 + OPTIONS["max_submit_retries"]
+    if mode == "open_research":
+        return TYPICAL_CALLS[mode], OPTIONS["max_tool_calls"] + 1 + submit
+    return TYPICAL_CALLS[mode], submit
+
+
+def demo_plan(opts: DemoOptions, entry: dict[str, Any] | None, **measured: Any) -> DemoPlan:
+    """The demo's model workload: decisions and calls (typical and at most)."""
+    if entry is None:
+        reason = (
+            "--no-local-model"
+            if not opts.local_model
+            else "the local-llm extra is not installed; pass --model to use another"
+        )
+        return DemoPlan(None, 0, 0, 0, no_model_reason=reason)
+    counts = [calls_per_decision(m) for m in MODES]
+    return DemoPlan(
+        model=entry["name"],
+        decisions=opts.model_steps * len(MODES),
+        typical_calls=opts.model_steps * sum(t for t, _ in counts),
+        max_calls=opts.model_steps * sum(m for _, m in counts),
+        **measured,
+    )
+
+
 def demo_spec(opts: DemoOptions, model_entry: dict[str, Any] | None) -> RunSpec:
     """The demo's run spec: baselines, plus one model agent on a short blinded grid."""
     agents = list(BASELINES) + ([model_entry] if model_entry else [])
@@ -116,24 +181,25 @@ def demo_spec(opts: DemoOptions, model_entry: dict[str, Any] | None) -> RunSpec:
         {
             "dataset": f"synthetic:cn:{opts.seed}",
             "windows": [WINDOW],
-            "modes": ["fixed_candidate", "open_research"],
+            "modes": list(MODES),
             "masks": ["blinded"],
             "seeds": [opts.seed],
             "agents": agents,
             # one episode at a time: a local server answers one request at a time, and a
             # queue behind it would spend the requests' timeouts waiting
             "concurrency": 1 if opts.model is None else 2,
-            "options": {"max_tool_calls": 3, "max_submit_retries": 2},
+            "options": OPTIONS,
         }
     )
 
 
 @contextlib.contextmanager
-def model_entry(opts: DemoOptions) -> Iterator[dict[str, Any] | None]:
-    """The model agent entry (starting the bundled local model server if that is used)."""
+def model_entry(opts: DemoOptions) -> Iterator[tuple[dict[str, Any] | None, DemoPlan]]:
+    """The model agent entry and the demo's plan (starting the bundled local model server,
+    and timing one prompt-sized request on it, if that model is used)."""
     if opts.model:
         cfg = ModelConfig.parse(opts.model, base_url=opts.base_url)
-        yield {
+        entry = {
             "name": cfg.model.replace("/", "_")[:40],
             "provider": cfg.provider,
             "model": cfg.model,
@@ -141,30 +207,46 @@ def model_entry(opts: DemoOptions) -> Iterator[dict[str, Any] | None]:
             "max_tokens": 400,
             "max_steps": opts.model_steps,
         }
+        yield entry, demo_plan(opts, entry)
         return
     if not (opts.local_model and llama_cpp_available()):
-        yield None
+        yield None, demo_plan(opts, None)
         return
     opts.out.mkdir(parents=True, exist_ok=True)
     log = opts.out / LOCAL_SERVER_LOG
-    with LocalServer(find_bundled_model(), n_ctx=8192, port=opts.port, log_path=log) as server:
-        yield {
+    threads = opts.threads or free_cores()
+    with LocalServer(
+        find_bundled_model(), n_ctx=8192, n_threads=threads, port=opts.port, log_path=log
+    ) as server:
+        entry = {
             "name": "local_tiny_model",
             "provider": "openai",
             "model": server.alias,
             "base_url": server.base_url,
             "max_tokens": 400,
             "max_steps": opts.model_steps,
-            "timeout_s": 900,  # a long prompt on two CPU cores takes minutes, not seconds
+            "timeout_s": 900,  # a long prompt on a busy machine takes minutes, not seconds
             "max_attempts": 2,
         }
+        seconds = server.time_call(TIMING_WORDS, max_tokens=64)
+        yield entry, demo_plan(opts, entry, threads=threads, seconds_per_call=seconds)
 
 
-def run_demo(opts: DemoOptions) -> DemoResult:
-    """Run the demo grid into `opts.out` (resumable), then write the HTML report."""
+def run_demo(
+    opts: DemoOptions,
+    progress: RunProgress | None = None,
+    on_plan: Callable[[DemoPlan], None] | None = None,
+) -> DemoResult:
+    """Run the demo grid into `opts.out` (resumable), then write the HTML report.
+
+    `progress` receives the run's counters (episodes, steps, model calls) as they move;
+    `on_plan` is told the plan (with the measured speed of the bundled model) before the
+    first episode starts."""
     run_dir = Path(opts.out)
-    with model_entry(opts) as entry:
-        summary_path = asyncio.run(run_spec(demo_spec(opts, entry), run_dir))
+    with model_entry(opts) as (entry, plan):
+        if on_plan is not None:
+            on_plan(plan)
+        summary_path = asyncio.run(run_spec(demo_spec(opts, entry), run_dir, progress))
     report = build_report(run_dir)
     return DemoResult(
         run_dir=run_dir,

@@ -3,11 +3,89 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from tradebench.cli.kit import console, exits_on_error
+
+if TYPE_CHECKING:
+    from tradebench.demo import DemoPlan
+    from tradebench.runs.progress import RunProgress
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
+
+
+def plan_line(plan: DemoPlan) -> str:
+    """What the demo will do and how long its model part should take."""
+    base = "3 baselines and the index, 2 modes, 20 trading days"
+    if plan.model is None:
+        return f"demo: {base}; no model ({plan.no_model_reason})"
+    line = (
+        f"demo: {base}; model {plan.model} decides on {plan.decisions} days: about "
+        f"{plan.typical_calls} model calls (at most {plan.max_calls})"
+    )
+    if plan.expected_s is not None and plan.seconds_per_call is not None:
+        line += (
+            f"; a prompt-sized request took {plan.seconds_per_call:.1f} s here "
+            f"({plan.threads} thread(s)), so expect about {_minutes(plan.expected_s)}"
+        )
+    return line
+
+
+class DemoDisplay:
+    """The demo's live line: episodes, model calls, seconds a call and time left."""
+
+    def __init__(self) -> None:
+        """Build the counters and the (not yet started) rich progress display."""
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        from tradebench.runs.progress import RunProgress
+
+        self.counters = RunProgress()
+        self.plan: DemoPlan | None = None
+        self.bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[extra]}"),
+            console=console,
+            transient=True,
+        )
+        self.task = self.bar.add_task("episodes", total=None, extra="")
+        self.counters.listeners.append(self.show)
+
+    def planned(self, plan: DemoPlan) -> None:
+        """Print the plan line (before the first episode)."""
+        self.plan = plan
+        self.bar.console.print(plan_line(plan), highlight=False)
+
+    def show(self, p: RunProgress) -> None:
+        """Refresh the line from the counters."""
+        extra = f"steps {p.steps_done:,}"
+        if self.plan is not None and self.plan.model is not None:
+            extra += f"  model calls {p.model_calls} (about {self.plan.typical_calls})"
+            if p.model_calls:
+                each = p.model_seconds / p.model_calls
+                left = max(self.plan.typical_calls - p.model_calls, 0) * each
+                extra += f"  {each:.1f} s a call  ~{_minutes(left)} left"
+        self.bar.update(self.task, completed=p.episodes_done, total=p.episodes_total, extra=extra)
+
+    def __enter__(self) -> DemoDisplay:
+        self.bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.stop()
 
 
 @exits_on_error
@@ -28,6 +106,12 @@ def demo(
         int | None,
         typer.Option(help="Port of the bundled model's server on 127.0.0.1 (default: free)."),
     ] = None,
+    threads: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="Threads of the bundled model's server (default: the cores not busy)."
+        ),
+    ] = None,
 ) -> None:
     """Run the offline demo: baselines (and a model) on the synthetic A-share market.
 
@@ -40,16 +124,19 @@ def demo(
 
     from tradebench.demo import DemoOptions, run_demo
 
-    result = run_demo(
-        DemoOptions(
-            out=out,
-            seed=seed,
-            model=model,
-            base_url=base_url,
-            local_model=local_model,
-            port=port,
-        )
+    opts = DemoOptions(
+        out=out,
+        seed=seed,
+        model=model,
+        base_url=base_url,
+        local_model=local_model,
+        port=port,
+        threads=threads,
     )
+    if local_model and model is None:
+        console.print("starting the bundled local model and timing one request ...")
+    with DemoDisplay() as display:
+        result = run_demo(opts, display.counters, display.planned)
     table = Table(title="demo episodes (synthetic market, 2022-03-01 .. 2022-03-29)")
     for col in ("agent", "mode", "mask", "steps", "total return", "sharpe", "cash ratio"):
         table.add_column(col, overflow="fold")

@@ -178,14 +178,16 @@ def run(
                 task,
                 completed=p.episodes_done,
                 total=p.episodes_total,
-                extra=f"{p.by_state()}  steps {p.steps_done:,}  tokens {p.tokens:,}",
+                extra=f"{p.by_state()}  steps {p.steps_done:,}  model calls "
+                f"{p.model_calls:,}  tokens {p.tokens:,}",
             )
 
         counters.listeners.append(show)
         summary = asyncio.run(run_spec(loaded, out, counters, add_cells, address))
     console.print(
         f"{counters.episodes_done}/{counters.episodes_total} episodes, "
-        f"{counters.steps_done:,} steps, {counters.tokens:,} tokens"
+        f"{counters.steps_done:,} steps, {counters.model_calls:,} model calls, "
+        f"{counters.tokens:,} tokens"
     )
     if counters.retries:
         console.print(f"{len(counters.retries)} episode(s) retried after a lost worker")

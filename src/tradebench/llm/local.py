@@ -129,6 +129,19 @@ def _fix(tail: str, code: int | None, first_request: bool) -> str:
     return "See the server's log above."
 
 
+def free_cores() -> int:
+    """Cores this process may use that are not already busy: the cores it is allowed on
+    minus the 1-minute load average, at least 1. llama.cpp's threads spin while they wait
+    for each other, so on a busy machine fewer threads finish sooner (one thread was 2.4x
+    faster than two on a 2-core machine at load 6)."""
+    try:
+        allowed = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        allowed = os.cpu_count() or 1
+    busy = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    return max(1, min(allowed, round(allowed - busy)))
+
+
 class LocalServer:
     """The bundled model's server as a subprocess; a context manager."""
 
@@ -256,6 +269,29 @@ class LocalServer:
         time.sleep(0.1)
         if not ok or (self._proc is not None and self._proc.poll() is not None):
             raise self._died("died on its first request")
+
+    def time_call(self, prompt_words: int, max_tokens: int, timeout_s: float = 600.0) -> float:
+        """Seconds one chat completion takes here: a prompt of `prompt_words` filler words
+        and up to `max_tokens` written (the server's speed, measured, not assumed).
+
+        Raises:
+            ProviderError: The server failed the request.
+        """
+        words = " ".join(f"w{i % 97}" for i in range(prompt_words))
+        body = {
+            "model": self.alias,
+            "messages": [{"role": "user", "content": f"{words}\nReply with the word OK."}],
+            "max_tokens": max_tokens,
+            "temperature": 0,
+        }
+        start = time.perf_counter()
+        try:
+            reply = httpx.post(f"{self.base_url}/chat/completions", json=body, timeout=timeout_s)
+        except httpx.HTTPError as exc:
+            raise ProviderError(f"local model server failed a timing request ({exc})") from None
+        if reply.status_code != 200:
+            raise ProviderError(f"local model server answered {reply.status_code} when timed")
+        return time.perf_counter() - start
 
     def _died(self, what: str) -> ProviderError:
         code = None if self._proc is None else self._proc.poll()

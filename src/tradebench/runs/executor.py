@@ -21,6 +21,7 @@ from typing import Any
 
 from tradebench.data.synth import SynthConfig, synthesize
 from tradebench.errors import ConfigError
+from tradebench.llm.observed import ObservedModel
 from tradebench.runs.dataset_cache import cached_dataset
 from tradebench.runs.guard import check_spec, die_with_parent, run_lock
 from tradebench.runs.models import ModelPool
@@ -174,7 +175,13 @@ async def run_models(
             "command to continue"
         ),
     )
-    models = {a.name: pool.model(a.model_config_(), a.retry_policy()) for a in spec.llm_agents()}
+    models = {
+        a.name: ObservedModel(
+            pool.model(a.model_config_(), a.retry_policy()),
+            lambda reply: progress.called(reply.latency_s),
+        )
+        for a in spec.llm_agents()
+    }
 
     async def one(ref: EpisodeRef) -> None:
         progress.move(1, "queued", "running")

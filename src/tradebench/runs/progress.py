@@ -42,6 +42,10 @@ class RunProgress:
     """Times a worker node wrote the dataset to its local disk (Ray executor)."""
     freed_reservations: list[tuple[int, int, int]] = field(default_factory=list)
     """(worker slot, calls, tokens) the budget freed from dead worker processes (Ray)."""
+    model_calls: int = 0
+    """Model replies received by this invocation (cache hits included; local executor)."""
+    model_seconds: float = 0.0
+    """Their summed latency (a hit adds its recorded latency)."""
     listeners: list[Callable[[RunProgress], None]] = field(default_factory=list)
 
     def bump(self, *, episodes: int = 0, steps: int = 0, tokens: int = 0) -> None:
@@ -50,6 +54,12 @@ class RunProgress:
         self.steps_done += steps
         self.tokens += tokens
         self.states["done"] += episodes
+        self._notify()
+
+    def called(self, latency_s: float) -> None:
+        """Count one model reply that took `latency_s` seconds."""
+        self.model_calls += 1
+        self.model_seconds += latency_s
         self._notify()
 
     def move(self, episodes: int, old: str | None, new: str) -> None:
