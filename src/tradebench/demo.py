@@ -38,8 +38,10 @@ MODES = ("fixed_candidate", "open_research")
 OPTIONS: dict[str, Any] = {"max_tool_calls": 3, "max_submit_retries": 2, "candidates_k": 5}
 """Research calls per decision, submission retries and candidates per factor: sized so the
 bundled model's prompts stay short (it reads a few hundred tokens a second on two cores)."""
-TIMING_WORDS = 1500
-"""Filler words of the timing request: about the length of a demo prompt in tokens."""
+PROMPT_TOKENS = 3000
+"""About the size of a demo prompt in tokens, tool catalogue included (the bundled server
+reported 2,600-3,400 prompt tokens for the demo's requests): with the measured reading
+speed, the time of one call before the first one is made."""
 TYPICAL_CALLS = {"fixed_candidate": 1, "open_research": 2}
 """Model calls of one decision when the model submits at once (open research: one reply
 that ends research, then the submission)."""
@@ -135,7 +137,8 @@ class DemoPlan:
     threads: int | None = None
     """Threads of the bundled model's server (None: not the bundled model)."""
     seconds_per_call: float | None = None
-    """Measured time of one prompt-sized request on this machine (bundled model only)."""
+    """Time of one demo-sized prompt at the reading speed measured on this machine
+    (bundled model only)."""
     no_model_reason: str = ""
     """Why no model runs (empty when one does)."""
 
@@ -228,7 +231,8 @@ def model_entry(opts: DemoOptions) -> Iterator[tuple[dict[str, Any] | None, Demo
             "timeout_s": 900,  # a long prompt on a busy machine takes minutes, not seconds
             "max_attempts": 2,
         }
-        seconds = server.time_call(TIMING_WORDS, max_tokens=64)
+        rate = server.reading_speed()
+        seconds = PROMPT_TOKENS / rate
         yield entry, demo_plan(opts, entry, threads=threads, seconds_per_call=seconds)
 
 

@@ -29,7 +29,7 @@ def plan_line(plan: DemoPlan) -> str:
     )
     if plan.expected_s is not None and plan.seconds_per_call is not None:
         line += (
-            f"; a prompt-sized request took {plan.seconds_per_call:.1f} s here "
+            f"; the model reads a demo prompt in about {plan.seconds_per_call:.0f} s here "
             f"({plan.threads} thread(s)), so expect about {_minutes(plan.expected_s)}"
         )
     return line
@@ -134,7 +134,7 @@ def demo(
         threads=threads,
     )
     if local_model and model is None:
-        console.print("starting the bundled local model and timing one request ...")
+        console.print("starting the bundled local model and timing its reading speed ...")
     with DemoDisplay() as display:
         result = run_demo(opts, display.counters, display.planned)
     table = Table(title="demo episodes (synthetic market, 2022-03-01 .. 2022-03-29)")

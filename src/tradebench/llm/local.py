@@ -270,9 +270,9 @@ class LocalServer:
         if not ok or (self._proc is not None and self._proc.poll() is not None):
             raise self._died("died on its first request")
 
-    def time_call(self, prompt_words: int, max_tokens: int, timeout_s: float = 600.0) -> float:
-        """Seconds one chat completion takes here: a prompt of `prompt_words` filler words
-        and up to `max_tokens` written (the server's speed, measured, not assumed).
+    def reading_speed(self, prompt_words: int = 300, timeout_s: float = 600.0) -> float:
+        """Prompt tokens per second the server reads here, measured on one request of
+        `prompt_words` filler words answered with at most 8 tokens.
 
         Raises:
             ProviderError: The server failed the request.
@@ -281,17 +281,16 @@ class LocalServer:
         body = {
             "model": self.alias,
             "messages": [{"role": "user", "content": f"{words}\nReply with the word OK."}],
-            "max_tokens": max_tokens,
+            "max_tokens": 8,
             "temperature": 0,
         }
         start = time.perf_counter()
         try:
             reply = httpx.post(f"{self.base_url}/chat/completions", json=body, timeout=timeout_s)
-        except httpx.HTTPError as exc:
+            tokens = int(reply.json()["usage"]["prompt_tokens"])
+        except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
             raise ProviderError(f"local model server failed a timing request ({exc})") from None
-        if reply.status_code != 200:
-            raise ProviderError(f"local model server answered {reply.status_code} when timed")
-        return time.perf_counter() - start
+        return tokens / max(time.perf_counter() - start, 1e-6)
 
     def _died(self, what: str) -> ProviderError:
         code = None if self._proc is None else self._proc.poll()

@@ -187,10 +187,12 @@ def make_handler(base_format: str | None = None, fold_system: bool = False) -> C
 
 def die_with_parent(parent_pid: int) -> None:
     """End this server when the process that started it ends, even by SIGKILL (Linux:
-    `PR_SET_PDEATHSIG`), so an interrupted run leaves no model server behind."""
+    `PR_SET_PDEATHSIG`), so an interrupted run leaves no model server behind. The signal is
+    SIGKILL: on SIGTERM the web server first finishes the requests in flight, and a long
+    prompt on a busy CPU kept an orphaned server computing for many minutes."""
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
     if os.getppid() != parent_pid:  # the parent was gone before the line above
         sys.exit(0)
 
