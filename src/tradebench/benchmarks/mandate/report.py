@@ -4,12 +4,16 @@ Equity curves, the metric panel and the model sections come from the generic sec
 (the episodes write the same steps, positions and orders tables as the portfolio
 benchmark); these add the cost-sensitivity curve, the constraint adherence with the
 citation violations, the robustness tables and the contamination certificate. Each reads
-the episode folders' artefacts (`benchmarks/mandate/artefacts.py`, `certificate.py`).
+the episode folders' artefacts (`benchmarks/mandate/artefacts.py`, `certificate.py`),
+plus the compiled mandate read back, the held-book drift, the analyst swap table and the
+"blank the top-attribution name" stress.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from html import escape
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -113,6 +117,7 @@ def robustness_section(run: RunData, options: object) -> Section | None:
         .agg(loo_min="min", loo_max="max")
         .reset_index()
     )
+    boot = boot[boot["statistic"] == "sum_daily_spread"]
     view = (
         boot[["episode", "estimate", "lo", "hi", "n_days"]]
         .merge(spread, on="episode")
@@ -132,6 +137,124 @@ def robustness_section(run: RunData, options: object) -> Section | None:
         table(top[["episode", "symbol", "contribution", "ew_contribution"]]),
     ]
     return Section("Mandate: robustness", "".join(parts))
+
+
+def mandate_section(run: RunData, options: object) -> Section | None:
+    """The mandate as written, who compiled it, its constraints read back, its hashes."""
+    path = run.run_dir / "mandate.json"
+    if not path.exists():
+        return None
+    record = json.loads(path.read_text())
+    rows = pd.DataFrame(
+        [
+            {"field": "compiler", "value": record.get("compiler")},
+            {"field": "model", "value": record.get("model") or ""},
+            {"field": "constraints_hash", "value": record.get("constraints_hash")},
+            {"field": "sha256 (text + constraints)", "value": record.get("sha256")},
+        ]
+    )
+    body = [
+        "<h3>As written</h3>",
+        f"<pre>{escape(str(record.get('mandate', '')))}</pre>",
+        "<h3>Compiled constraints, read back</h3>",
+        f"<pre>{escape(str(record.get('rendered', '')))}</pre>",
+        table(rows),
+    ]
+    return Section("Mandate: compiled constraints", "".join(body))
+
+
+def drift_section(run: RunData, options: object) -> Section | None:
+    """Per episode and day: the held book's breaches beside the projection's."""
+    drift = _collect(run, "drift")
+    if drift.empty:
+        return None
+    per = (
+        drift.groupby("episode", sort=True)
+        .agg(
+            days=("step", "size"),
+            held_days_breached=("breaches", lambda b: int((b > 0).sum())),
+            held_max_excess=("max_excess", "max"),
+            rebalances=("rebalance", "sum"),
+            drift_rebalances=("drift_rebalance", "sum"),
+            projection_breaches=("projection_breaches", lambda b: int(b.fillna(0).sum())),
+        )
+        .reset_index()
+    )
+    worst = drift[drift["breaches"] > 0][["episode", "date", "cash", "largest", "worst"]]
+    parts = [
+        note(
+            "Held book = the weights marked at each close; a breach is a bound broken by "
+            "more than `drift_tolerance`. The projection's column checks the targets the "
+            "critic sent on rebalance days (0 by construction up to whole-share rounding). "
+            "Under `once` the book drifts with prices; `drift_control` rebalances it."
+        ),
+        table(per),
+    ]
+    if not worst.empty:
+        parts += ["<h3>Days the held book broke a bound</h3>", table(worst.head(200))]
+    return Section("Mandate: held-book drift", "".join(parts))
+
+
+def swap_table(run: RunData) -> pd.DataFrame:
+    """Net total return by (cadence, K, seed, analyst set) x constructor, with the 95%
+    bootstrap interval of the summed daily return: the analyst swap."""
+    done = run.done()
+    if "analyst_set" not in done or done["analyst_set"].isna().all():
+        return pd.DataFrame()
+    rows = done[done["analyst_set"].notna()]
+
+    def cell(r: pd.Series) -> str:
+        return (
+            f"{r['total_return']:+.2%} [{r['daily_return_lo']:+.2%}, {r['daily_return_hi']:+.2%}]"
+        )
+
+    rows = rows.assign(cell=rows.apply(cell, axis=1))
+    wide = rows.pivot_table(
+        index=["cadence", "pool_size", "seed", "analyst_set"],
+        columns="agent",
+        values="cell",
+        aggfunc="first",
+    )
+    ew = rows.groupby(["cadence", "pool_size", "seed", "analyst_set"])["ew_total_return"].first()
+    wide["same-pool EW"] = ew.map(lambda x: f"{x:+.2%}")
+    return wide.reset_index()
+
+
+def swap_section(run: RunData, options: object) -> Section | None:
+    """The analyst swap: each analyst set's captures under every constructor."""
+    wide = swap_table(run)
+    done = run.done()
+    if wide.empty or done["analyst_set"].nunique() < 2:
+        return None
+    parts = [
+        note(
+            "Each analyst set's frozen captures replayed under every constructor (same "
+            "pool, same bytes). Cell: net total return [95% bootstrap interval of the "
+            "summed daily return]. The same-pool equal-weight column is over the pool that "
+            "set's analysts chose. Analyst quality matters more than constructor choice "
+            "when rows differ more than columns."
+        ),
+        table(wide),
+    ]
+    return Section("Mandate: analyst swap", "".join(parts))
+
+
+def stress_section(run: RunData, options: object) -> Section | None:
+    """The spread with the top-attribution name blanked."""
+    stress = _collect(run, "stress_blank_top")
+    if stress.empty:
+        return None
+    cols = ["episode", "name", "contribution", "total_return", "blanked_return"]
+    cols += ["ew_total_return", "ew_blanked_return", "spread", "blanked_spread"]
+    parts = [
+        note(
+            "The name of largest P&L contribution is blanked (its weight left in cash) in "
+            "the episode's targets and in the same-pool equal-weight reference, and both "
+            "are re-executed through the broker: does the edge survive without it?"
+        ),
+        table(stress[cols]),
+    ]
+    return Section("Mandate: blank the top-attribution name", "".join(parts))
 
 
 CERTIFICATE_SCOPE = (
@@ -168,15 +291,33 @@ def certificate_section(run: RunData, options: object) -> Section | None:
             for r in c.reasons
         ]
     )
-    parts = [note(CERTIFICATE_SCOPE), table(per)]
+    scans = pd.DataFrame(
+        [
+            {
+                "episode": c.episode_id,
+                "text_scan": c.text_scan,
+                "records_shown": c.records_shown,
+                "undated_records": c.undated_records,
+                "unresolved_records": c.unresolved_records,
+                "forward_mentions": c.forward_mentions,
+            }
+            for c in certs
+        ]
+    )
+    parts = [note(CERTIFICATE_SCOPE), table(per), "<h3>What the text scan read</h3>"]
+    parts += [note(certs[0].scan_limits), table(scans)]
     if not reasons.empty:
         parts += ["<h3>Reasons</h3>", table(reasons)]
     return Section("Mandate: contamination certificate", "".join(parts))
 
 
 REPORT_SECTIONS: tuple[Callable[..., Section | None], ...] = (
+    mandate_section,
     cost_curve_section,
     adherence_section,
+    drift_section,
     robustness_section,
+    stress_section,
+    swap_section,
     certificate_section,
 )
