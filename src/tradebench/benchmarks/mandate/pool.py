@@ -147,16 +147,17 @@ async def information_coefficients(
     """Per analyst label, the mean daily Spearman IC over the `days` trading days before
     `first_day`; the window's first and last day; the model calls made."""
     panel = dataset.panel
-    t0 = MarketView(dataset, first_day).t
-    span = list(range(max(1, t0 - days), t0))
-    closes = panel.fields["adj_close"]
-    cols = [panel.column(n) for n in names]
+    at = MarketView(dataset, first_day)  # every outcome is a bar before the window
+    span = list(range(max(1, at.t - days), at.t))
+    cols = [at.column(n) for n in names]
+    closes = at.window("adj_close", len(span) + 1)[:, cols]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        outcomes = closes[1:] / closes[:-1] - 1
     per: dict[str, list[float]] = {s.label: [] for s in sources}
     calls: list[AnalystCall] = []
-    for t in span:
+    for j, t in enumerate(span):
         view = MarketView(dataset, panel.dates[t])
-        with np.errstate(invalid="ignore", divide="ignore"):
-            outcome = closes[t, cols] / closes[t - 1, cols] - 1
+        outcome = outcomes[j]
         for source in sources:
             out = await source.signals(view, names)
             calls += out.calls
