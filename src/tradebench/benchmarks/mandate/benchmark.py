@@ -392,6 +392,7 @@ class MandateBenchmark:
             sectors,
             ref.task["cadence"],
             opts.drift_tolerance if opts.drift_control else None,
+            rules.lot_size,
         )
         sim = await simulate(
             ctx.dataset, decider, days, rules, frozenset(pool), ctx.journal(), ctx.on_step

@@ -5,12 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from tradebench.benchmarks.mandate.capture import CaptureStore
 from tradebench.benchmarks.mandate.constructors import Constructor
 from tradebench.benchmarks.mandate.loop import WEIGHT_EPS, StepPlan
 from tradebench.errors import MandateError
 from tradebench.market.ledger import AccountSnapshot
-from tradebench.risk import Projection, RiskConstraints, project, violations
+from tradebench.risk import MIN_HELD_WEIGHT, Projection, RiskConstraints, project, violations
 from tradebench.view import MarketView
 
 
@@ -43,12 +45,21 @@ class AllocatorDecider:
     sectors: dict[str, str]
     cadence: str
     drift_tolerance: float | None = None
+    lot: int = 1
+
+    def _min_held(self, view: MarketView, nav: float) -> float:
+        """One lot of the dearest pool name at the last close, as a weight (plus 1%): the
+        least a name added for `min_names` must weigh for the broker to buy it."""
+        close = view.last("close")
+        prices = [float(close[view.column(n)]) for n in self.store.pool]
+        dearest = max((p for p in prices if np.isfinite(p)), default=0.0)
+        return min(1.0, max(MIN_HELD_WEIGHT, 1.01 * self.lot * dearest / nav)) if nav > 0 else 1.0
 
     async def plan(self, view: MarketView, account: AccountSnapshot, index: int) -> StepPlan:
         """The step's targets and its record (capture hash, proposal, projection)."""
         current = {p.symbol: p.weight for p in account.positions}
         if self.cadence == "once" and index > 0:
-            return self._hold(current)
+            return self._hold(current, self._min_held(view, account.nav))
         loaded = await self.store.load(view)
         proposal = await self.constructor.propose(loaded, current)
         info = {
@@ -68,12 +79,13 @@ class AllocatorDecider:
             self.constraints,
             previous=current if index > 0 else None,
             sectors=self.sectors or None,
+            min_held=self._min_held(view, account.nav),
         )
         info |= {"proposed": proposed, **projection_info(projection)}
         targets = {n: w for n, w in projection.weights.items() if w > WEIGHT_EPS}
         return StepPlan(targets, info, proposal.decision, proposal.trace)
 
-    def _hold(self, current: dict[str, float]) -> StepPlan:
+    def _hold(self, current: dict[str, float], min_held: float) -> StepPlan:
         """Hold, unless drift control finds the held book beyond a bound."""
         if self.drift_tolerance is None:
             return StepPlan(None, {"rebalance": False})
@@ -91,7 +103,11 @@ class AllocatorDecider:
         }
         try:
             projection = project(
-                held, self.constraints, previous=current, sectors=self.sectors or None
+                held,
+                self.constraints,
+                previous=current,
+                sectors=self.sectors or None,
+                min_held=min_held,
             )
         except MandateError as exc:  # e.g. a turnover cap too tight to undo the drift
             return StepPlan(None, info | {"drift_unresolved": str(exc)})
