@@ -33,6 +33,7 @@ PASS). The certificate states what the agent was shown, not what the model memor
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import os
 import re
@@ -356,8 +357,11 @@ class Provenance(BaseModel):
     """Later-looking dates written without a year (`provenance_unresolved`, UNKNOWN)."""
 
 
+@functools.lru_cache(maxsize=8192)
 def provenance(record: Record) -> Provenance:
-    """The record's own provenance findings, its forward mentions, and whether it is dated."""
+    """The record's own provenance findings, its forward mentions, and whether it is dated
+    (a pure function of the frozen record, cached: every episode of a run scans the same
+    records)."""
     out: list[Reason] = []
     assert record.ts_available is not None
     available = pd.Timestamp(record.ts_available)
