@@ -1,11 +1,13 @@
 """The mandate benchmark (OpenPM) as the harness runs it: grid, episodes, artefacts.
 
 Grid, per window: one episode per reference baseline (`index_buy_and_hold`, `cash`); per
-seed and pool size K a pool (`pool.draw_pool`), and on it every constructor (the
-`equal_weight` and `score_weighted` baselines, every model) under every cadence. An
-episode's mode is `<cadence>_k<K>` so the report never pools different pools as seeds.
-Every episode trades through the same broker (`loop.simulate`) under US rules with the
-options' half-spread and commission.
+seed, pool size K and analyst set, every constructor (the `equal_weight` and
+`score_weighted` baselines, every model agent that is not an analyst or the mandate
+compiler) under every cadence. The pool is chosen when the first episode of a cell needs
+it (`setup.stored_pool`: the set's analysts' top-K, or the random control). An episode's
+mode is `<cadence>_k<K>` (plus `_<set>` with several analyst sets) so the report never
+pools different pools as seeds. Every episode trades through the same broker
+(`loop.simulate`) under US rules with the options' half-spread and commission.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from tradebench.benchmarks.mandate.constructors import (
 from tradebench.benchmarks.mandate.decider import AllocatorDecider
 from tradebench.benchmarks.mandate.loop import FixedTargets, Simulation, simulate
 from tradebench.benchmarks.mandate.options import CADENCES, MandateOptions
-from tradebench.benchmarks.mandate.pool import PoolChoice, sector_map
+from tradebench.benchmarks.mandate.pool import PoolChoice, candidates, sector_map
 from tradebench.benchmarks.mandate.report import REPORT_SECTIONS
 from tradebench.data.dataset import Dataset
 from tradebench.errors import ConfigError
@@ -48,6 +50,7 @@ from tradebench.runs.records import EpisodeRecord
 from tradebench.runs.spec import AgentEntry, RunSpec, Window
 from tradebench.runs.store import write_run
 from tradebench.runs.summary import default_metrics
+from tradebench.view import MarketView
 
 NAME = "mandate"
 CONSTRUCTORS = {"equal_weight": EqualWeight, "score_weighted": ScoreWeighted}
@@ -119,8 +122,16 @@ def expand_grid(spec: RunSpec, opts: MandateOptions, dataset: Dataset) -> list[E
     ]
     out: list[EpisodeRef] = []
     for w in spec.windows:
-        if not len(trading_days(dataset.panel, str(w.start), str(w.end))):
+        days = trading_days(dataset.panel, str(w.start), str(w.end))
+        if not len(days):
             raise ConfigError(f"window {w.span} has no trading day in the dataset")
+        first = dataset.panel.dates[days[0]]
+        have = len(candidates(dataset, MarketView(dataset, first)))
+        if have < max(opts.pool_sizes):
+            raise ConfigError(
+                f"only {have} members have a price before {first}; lower the pool size "
+                f"{max(opts.pool_sizes)}"
+            )
         for a in spec.agents:
             if a.baseline in REFERENCES:
                 ident = _slug(f"{a.name}_{w.span}")
