@@ -141,7 +141,11 @@ def test_report_has_the_mandate_sections(baseline_run: Path) -> None:
     for title in ("Equity curves", "Mandate: cost sensitivity", "Mandate: robustness"):
         assert title in page
     assert "Mandate: constraint adherence" in page and "survivorship" in page
-    for title in ("Mandate: held-book drift", "Mandate: blank the top-attribution name"):
+    for title in (
+        "Mandate: held-book drift",
+        "Mandate: blank the top-attribution name",
+        "Mandate: pools",
+    ):
         assert title in page
     assert (
         "Mandate: compiled constraints" in page and "No more than 25% in any single name." in page

@@ -24,7 +24,7 @@ from tradebench.report.load import RunData
 from tradebench.runs.store import read_parquet
 
 SURVIVORSHIP = (
-    "Pools are drawn from the point-in-time index members at the window start, but the "
+    "Pools are chosen from the point-in-time index members at the window start, but the "
     "shared US bars hold only today's S&P 500 members and the sectors are today's GICS "
     "sectors: survivorship-biased. The index reference is SPY (the dataset's index "
     "series), bought through the same broker."
@@ -161,6 +161,37 @@ def mandate_section(run: RunData, options: object) -> Section | None:
         table(rows),
     ]
     return Section("Mandate: compiled constraints", "".join(body))
+
+
+def pool_section(run: RunData, options: object) -> Section | None:
+    """How each pool was chosen: rule, analyst set, weights, IC validation window, names."""
+    paths = sorted((run.run_dir / "pools").glob("*.json"))
+    if not paths:
+        return None
+    rows = []
+    for path in paths:
+        c = json.loads(path.read_text())
+        rows.append(
+            {
+                "day": c["day"],
+                "analyst_set": c["analyst_set"],
+                "K": c["size"],
+                "rule": c["rule"],
+                "weighting": c.get("weighting") or "",
+                "weights": ", ".join(f"{k} {v:.2f}" for k, v in c.get("weights", {}).items()),
+                "ic_window": " .. ".join(c.get("validation") or []),
+                "candidates": c["candidates"],
+                "names": ", ".join(c["names"]),
+                "note": c.get("note", ""),
+            }
+        )
+    text = (
+        "analysts: the K candidates with the highest weighted mean of score x confidence "
+        "over the set's analysts at the first decision instant (ic: weights from each "
+        "analyst's mean daily rank IC over the stated window, before the window); random: "
+        "the seeded control."
+    )
+    return Section("Mandate: pools", note(text) + table(pd.DataFrame(rows)))
 
 
 def drift_section(run: RunData, options: object) -> Section | None:
@@ -313,6 +344,7 @@ def certificate_section(run: RunData, options: object) -> Section | None:
 
 REPORT_SECTIONS: tuple[Callable[..., Section | None], ...] = (
     mandate_section,
+    pool_section,
     cost_curve_section,
     adherence_section,
     drift_section,
