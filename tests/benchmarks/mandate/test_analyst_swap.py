@@ -18,6 +18,7 @@ from tradebench.benchmarks.mandate.model_analysts import TOOL_NAME
 from tradebench.benchmarks.mandate.report import swap_table
 from tradebench.cli import app
 from tradebench.data.dataset import load_dataset
+from tradebench.errors import ConfigError
 from tradebench.llm.loopback import LoopbackServer, RecordedRequest, Reply, default_responder
 from tradebench.report.load import load_run
 from tradebench.risk import compile_mandate
@@ -230,7 +231,28 @@ def test_a_compiler_that_is_not_a_model_agent_is_refused(mandate_dataset, tmp_pa
     spec = example_spec(
         mandate_dataset, pool_sizes=[5], mandate_compiler="llm", mandate_compiler_agent="ew"
     )
-    from tradebench.errors import ConfigError
-
     with pytest.raises(ConfigError, match="not model agents"):
         run(spec, tmp_path / "run")
+
+
+def test_a_compiler_with_no_valid_call_is_one_error_line(mandate_dataset, tmp_path) -> None:
+    bad = Reply.tool(COMPILE_TOOL, {"max_weight": 3})
+    with LoopbackServer(script=[bad] * 3) as server:
+        spec = example_spec(
+            mandate_dataset,
+            pool_sizes=[5],
+            max_steps=1,
+            mandate_compiler="llm",
+            mandate_compiler_agent="compiler",
+        )
+        spec["agents"] = [
+            {"name": "ew", "baseline": "equal_weight"},
+            {"name": "compiler", "provider": "openai", "model": "c", "base_url": server.openai_url},
+        ]
+        path = tmp_path / "spec.yaml"
+        path.write_text(json.dumps(spec, default=str))
+        result = CliRunner().invoke(app, ["run", str(path), "-o", str(tmp_path / "run")])
+    assert result.exit_code != 0 and "Traceback" not in result.output
+    lines = [x for x in result.output.splitlines() if x.strip()]
+    assert lines[-1].startswith("error: the mandate compiler failed") and "3 attempt" in lines[-1]
+    assert not (tmp_path / "run/mandate.json").exists()
