@@ -4,7 +4,7 @@ Grid, per window: one episode per reference baseline (`index_buy_and_hold`, `cas
 seed, pool size K and analyst set, every constructor (the `equal_weight` and
 `score_weighted` baselines, every model agent that is not an analyst or the mandate
 compiler) under every cadence. The pool is chosen when the first episode of a cell needs
-it (`setup.stored_pool`: the set's analysts' top-K, or the random control). An episode's
+it (`resolve.stored_pool`: the set's analysts' top-K, or the random control). An episode's
 mode is `<cadence>_k<K>` (plus `_<set>` with several analyst sets) so the report never
 pools different pools as seeds. Every episode trades through the same broker
 (`loop.simulate`) under US rules with the options' half-spread and commission.
@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from tradebench.agents.loop_types import LoopConfig
-from tradebench.benchmarks.mandate import artefacts, certificate, setup
+from tradebench.benchmarks.mandate import artefacts, certificate, resolve
 from tradebench.benchmarks.mandate.capture import CAPTURES_DIR, CaptureStore, pool_id
 from tradebench.benchmarks.mandate.constructors import (
     Constructor,
@@ -57,7 +57,7 @@ CONSTRUCTORS = {"equal_weight": EqualWeight, "score_weighted": ScoreWeighted}
 """Rule constructors by baseline name (through the critic)."""
 REFERENCES = ("index_buy_and_hold", "cash")
 """Reference baselines (straight to the broker, no critic)."""
-MANDATE_FILE = setup.MANDATE_FILE
+MANDATE_FILE = resolve.MANDATE_FILE
 COST_CURVE_FILE = "cost_curve.parquet"
 ADHERENCE_FILE = "adherence.parquet"
 PNL_FILE = "pnl_by_name.parquet"
@@ -114,9 +114,9 @@ def expand_grid(spec: RunSpec, opts: MandateOptions, dataset: Dataset) -> list[E
     """Every episode, in a stable order (see the module docstring)."""
     cadences = list(spec.modes) or list(CADENCES)
     if opts.mandate_compiler == "grammar":
-        setup.grammar_mandate(opts)  # fails here, before any episode
+        resolve.grammar_mandate(opts)  # fails here, before any episode
     sets = list(opts.sets())
-    helpers = setup.helper_agents(opts)
+    helpers = resolve.helper_agents(opts)
     constructors = [
         a for a in spec.agents if a.baseline not in REFERENCES and a.name not in helpers
     ]
@@ -183,7 +183,7 @@ def _cutoffs(spec: RunSpec, ref: EpisodeRef, opts: MandateOptions) -> dict[str, 
     if ref.kind == "llm":
         names.add(ref.agent)
     if ref.task.get("analyst_set"):
-        names |= set(setup.set_agents(opts, ref.task["analyst_set"]))
+        names |= set(resolve.set_agents(opts, ref.task["analyst_set"]))
     return {n: spec.agent(n).knowledge_cutoff for n in sorted(names)}
 
 
@@ -220,9 +220,9 @@ def _first_day(ds: Dataset, window: Window) -> str:
 
 
 def _helpers_of(ref: EpisodeRef, opts: MandateOptions) -> set[str]:
-    names = (
-        set(setup.set_agents(opts, ref.task["analyst_set"])) if "analyst_set" in ref.task else set()
-    )
+    names = set()
+    if "analyst_set" in ref.task:
+        names = set(resolve.set_agents(opts, ref.task["analyst_set"]))
     if opts.mandate_compiler == "llm" and opts.mandate_compiler_agent:
         names.add(opts.mandate_compiler_agent)
     return names
@@ -245,7 +245,7 @@ class MandateBenchmark:
             raise ConfigError(f"unknown modes {unknown}; the mandate cadences are {list(CADENCES)}")
         _check_agents(spec, dataset)
         _check_cutoffs(spec)
-        setup.check_helpers(spec, options)
+        resolve.check_helpers(spec, options)
         return expand_grid(spec, options, dataset)
 
     def summary_row(self, record: EpisodeRecord, folder: Path) -> dict[str, Any]:
@@ -261,7 +261,7 @@ class MandateBenchmark:
     async def run_episode(self, ref: EpisodeRef, ctx: EpisodeContext) -> EpisodeRecord:
         """Simulate the episode (resuming its journal), write its tables and artefacts."""
         opts: MandateOptions = ctx.options
-        with setup.helper_models(ctx, _helpers_of(ref, opts)) as models:
+        with resolve.helper_models(ctx, _helpers_of(ref, opts)) as models:
             return await self._run(ref, ctx, models)
 
     async def _run(
@@ -270,7 +270,7 @@ class MandateBenchmark:
         opts: MandateOptions = ctx.options
         ds = ctx.dataset
         rules = market_rules(ds.market, opts)
-        compiled = await setup.stored_mandate(ctx.run_dir, opts, models)
+        compiled = await resolve.stored_mandate(ctx.run_dir, opts, models)
         cap = opts.max_steps
         if ctx.agent is not None and ctx.agent.max_steps is not None:
             cap = min(cap or ctx.agent.max_steps, ctx.agent.max_steps)
@@ -362,9 +362,10 @@ class MandateBenchmark:
     ) -> tuple[PoolChoice, list]:
         opts: MandateOptions = ctx.options
         name = ref.task["analyst_set"]
-        sources = setup.sources(opts, name, models)
+        sources = resolve.sources(opts, name, models)
         first = _first_day(ctx.dataset, ref.window)
-        choice = await setup.stored_pool(ctx, first, ref.task["pool_size"], ref.seed, name, sources)
+        size = ref.task["pool_size"]
+        choice = await resolve.stored_pool(ctx, first, size, ref.seed, name, sources)
         return choice, sources
 
     def _sectors(self, ctx: EpisodeContext, pool: list[str], c: RiskConstraints) -> dict[str, str]:
@@ -391,10 +392,10 @@ class MandateBenchmark:
         choice, sources = await self._pool(ref, ctx, models)
         pool = list(choice.names)
         sectors = self._sectors(ctx, pool, constraints)
-        key = json.dumps([pool, setup.set_key(opts, ref.task["analyst_set"])], sort_keys=True)
+        key = json.dumps([pool, resolve.set_key(opts, ref.task["analyst_set"])], sort_keys=True)
         folder = ctx.run_dir / CAPTURES_DIR / pool_id(len(pool), ref.seed, key)
         store = CaptureStore(folder, tuple(pool), tuple(sources))
-        compiled = await setup.stored_mandate(ctx.run_dir, opts, models)
+        compiled = await resolve.stored_mandate(ctx.run_dir, opts, models)
         constructor, extra = self._make_constructor(ref, ctx, compiled.rendered)
         decider = AllocatorDecider(
             constructor,
