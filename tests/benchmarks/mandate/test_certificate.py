@@ -79,6 +79,16 @@ def test_undeclared_or_recent_cutoff_is_unknown(cutoff_run: Path) -> None:
     assert "2025-07-15 is not before the window start 2025-06-02" in recent.reasons[0].evidence
 
 
+def test_one_cutoff_declaration_serves_certificate_and_leaderboard(cutoff_run: Path) -> None:
+    from tradebench.leaderboard.data import board_episodes
+
+    board = board_episodes([cutoff_run]).drop_duplicates("agent").set_index("agent")
+    for agent in ("old", "recent", "anon"):
+        cert = _cert(cutoff_run, f"{agent}_daily_k5_s0_{WINDOW}")
+        on_board = board.loc[agent, "knowledge_cutoff"]
+        assert (None if pd.isna(on_board) else str(on_board)) == cert.knowledge_cutoff
+
+
 def test_run_table_summary_and_report(cutoff_run: Path) -> None:
     table = pd.read_parquet(cutoff_run / "certificate.parquet").set_index("agent")
     assert table["verdict"].to_dict() == {
