@@ -105,10 +105,10 @@ def test_analysts_choose_the_pool(mandate_dataset: Path) -> None:
 def test_ic_weights_state_their_validation_window(mandate_dataset: Path) -> None:
     ds = load_dataset(mandate_dataset)
     rules = _rules("technical", "news", "filings")
-    choice = asyncio.run(choose_pool(ds, FIRST, 10, "d", rules, "ic", 20))
+    choice = asyncio.run(choose_pool(ds, FIRST, 10, "d", rules, "ic", 6))
     dates = [str(d) for d in ds.panel.dates]
     t0 = dates.index(FIRST)
-    assert choice.validation == [dates[t0 - 20], dates[t0 - 1]]
+    assert choice.validation == [dates[t0 - 6], dates[t0 - 1]]
     assert set(choice.ic) == {"technical", "news", "filings"}
     assert sum(choice.weights.values()) == pytest.approx(1.0)
     positive = {k for k, v in choice.ic.items() if v is not None and v > 0}

@@ -11,19 +11,24 @@ trusting the capture's own `decision_time` or `violations`:
    for every day T it was shown. A cited id the dataset does not hold (or holds only as
    available after the calendar's last decision instant) is `unknown_record`. A capture
    whose bytes no longer hash to the journaled sha256 is `capture_hash`.
-2. `provenance_date`: the title or body names a date later than the UTC calendar date of
-   the record's own `ts_available`, in a sentence with no forward-looking word
-   (`FORWARD`: "will", "expected", "scheduled", "expires", "ending", "next", ...; such
-   mentions are counted as `forward_mentions`, not failed). Dates read (`find_dates`):
-   ISO `2025-07-31`; `July 31, 2025` / `Jul. 31st 2025`; `31 July 2025`; quarters
-   `Q3 2025` / `Q3 FY2025` as the calendar quarter's last day. A day-month-year whose
-   year is followed by another year (a table header `december 31, 2025 2024`) is skipped.
+2. `provenance_date`: the title or body names a date *with its year* later than the UTC
+   calendar date of the record's own `ts_available`, in a sentence with no
+   forward-looking word (`FORWARD`: "will", "expected", "scheduled", "expires", "ending",
+   "next", ...; such mentions are counted as `forward_mentions`, not failed) and not in a
+   table row. Dates are found by pattern and read by `dateutil` (`find_dates`): ISO and
+   `2025/07/31`, `7/31/2025`, `31.07.2025`, `July 31, 2025`, `31 July 2025`, `31st of
+   July`, quarters (`Q2 2025`, `2Q25`, `second quarter of 2025`) as the calendar
+   quarter's last day; fiscal quarters are not read. A date written without a year is
+   read nearest the record's own date and, when later, is a `provenance_unresolved` note:
+   it makes `text_scan` UNKNOWN, as does a shown record with no readable date
+   (`undated_records`); `SCAN_LIMITS` says what a text scan cannot catch.
 3. `filing_period`: a `filing` available before its period of report (`ts_event`) is
    over: 10-K/10-Q before the end of the period's last day (`ts_available < ts_event +
    1 day`), other forms before the period date (`ts_available < ts_event`).
-4. `cutoff` (model agents only; rule agents have no training data): UNKNOWN when the
-   options declare no knowledge cutoff for the agent, or when `cutoff + margin months >=`
-   the window start.
+4. `cutoff` (per model behind the episode: its constructor and its set's model analysts;
+   rule agents have no training data): UNKNOWN when the model's spec agent declares no
+   `knowledge_cutoff`, or when `cutoff + margin months >=` the window start
+   (`cutoff_reason`, which takes any cutoff date: stated or measured).
 
 An episode is FAIL if any audit fails, else UNKNOWN if the cutoff rule says so, else
 PASS; a model (agent) and the run take the worst of their episodes (FAIL > UNKNOWN >
