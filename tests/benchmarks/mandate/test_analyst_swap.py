@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from tests.benchmarks.mandate.conftest import example_spec, run
 from tradebench.benchmarks.mandate.certificate import EpisodeCertificate
 from tradebench.benchmarks.mandate.model_analysts import TOOL_NAME
-from tradebench.benchmarks.mandate.report import swap_table
+from tradebench.benchmarks.mandate.report import swap_effects, swap_table
 from tradebench.cli import app
 from tradebench.data.dataset import load_dataset
 from tradebench.errors import ConfigError
@@ -135,10 +135,21 @@ def test_the_swap_grid_and_table(swap_run) -> None:
             cell = table.loc[s, agent]
             assert cell.startswith(f"{row['total_return']:+.2%}") and "[" in cell
             assert row["daily_return_lo"] <= row["daily_return_sum"] <= row["daily_return_hi"]
+    effects = swap_effects(load_run(out)).iloc[0]
+    r = cells.set_index(["analyst_set", "agent"])["total_return"]
+    analyst = (
+        abs(r["model", "ew"] - r["rules", "ew"]) + abs(r["model", "score"] - r["rules", "score"])
+    ) / 2
+    constructor = (
+        abs(r["model", "ew"] - r["model", "score"]) + abs(r["rules", "ew"] - r["rules", "score"])
+    ) / 2
+    assert effects["analyst_effect"] == pytest.approx(analyst)
+    assert effects["constructor_effect"] == pytest.approx(constructor)
     result = CliRunner().invoke(app, ["report", str(out)])
     assert result.exit_code == 0, result.output
     page = (out / "report.html").read_text()
     assert "Mandate: analyst swap" in page and "same-pool EW" in page
+    assert "analyst_effect" in page
 
 
 def test_model_analyst_reads_only_the_view_and_violations_count(swap_run, mandate_dataset) -> None:

@@ -251,6 +251,38 @@ def swap_table(run: RunData) -> pd.DataFrame:
     return wide.reset_index()
 
 
+def _mean_gap(frame: pd.DataFrame) -> float:
+    """Mean |difference| between the rows of each column, over every pair and column."""
+    gaps = [
+        abs(a - b)
+        for col in frame.columns
+        for i, a in enumerate(frame[col])
+        for b in frame[col].iloc[i + 1 :]
+    ]
+    return float(sum(gaps) / len(gaps)) if gaps else float("nan")
+
+
+def swap_effects(run: RunData) -> pd.DataFrame:
+    """Per cadence, K and seed: the mean absolute difference in net total return between
+    analyst sets under the same constructor (`analyst_effect`) and between constructors
+    on the same set's captures (`constructor_effect`)."""
+    done = run.done()
+    rows = done[done["analyst_set"].notna()] if "analyst_set" in done else done.iloc[0:0]
+    out = []
+    for key, cell in rows.groupby(["cadence", "pool_size", "seed"], sort=True):
+        wide = cell.pivot_table(index="analyst_set", columns="agent", values="total_return")
+        out.append(
+            {
+                "cadence": key[0],
+                "pool_size": key[1],
+                "seed": key[2],
+                "analyst_effect": _mean_gap(wide),
+                "constructor_effect": _mean_gap(wide.T),
+            }
+        )
+    return pd.DataFrame(out)
+
+
 def swap_section(run: RunData, options: object) -> Section | None:
     """The analyst swap: each analyst set's captures under every constructor."""
     wide = swap_table(run)
@@ -266,6 +298,12 @@ def swap_section(run: RunData, options: object) -> Section | None:
             "when rows differ more than columns."
         ),
         table(wide),
+        note(
+            "analyst_effect: mean |difference| in net total return between analyst sets "
+            "under the same constructor; constructor_effect: between constructors on the "
+            "same set's captures. One window's returns, no interval: read with the cells'."
+        ),
+        table(swap_effects(run)),
     ]
     return Section("Mandate: analyst swap", "".join(parts))
 
