@@ -111,6 +111,7 @@ def project(
     previous: Weights | None = None,
     sectors: Sectors | None = None,
     tol: float = FEASIBILITY_TOL,
+    min_held: float = MIN_HELD_WEIGHT,
 ) -> Projection:
     """Project proposed weights onto the portfolios `constraints` allow.
 
@@ -122,6 +123,9 @@ def project(
             constraint (first rebalance). Its names may keep a weight.
         sectors: Name -> sector; required when the constraints cap sectors.
         tol: Feasibility tolerance; the result satisfies every constraint within it.
+        min_held: |weight| the cardinality heuristic gives a name it adds to reach
+            `min_names` when the mandate sets no `min_position` (a caller that trades
+            whole shares passes what one share of the dearest name costs).
 
     Raises:
         DataError: Duplicate or non-finite weights, or sector caps without sectors.
@@ -135,7 +139,7 @@ def project(
     relaxed = _solve_on(book, constraints, candidates, None, tol)
     if not _cardinality_broken(relaxed, constraints, tol):
         return _record(book, constraints, relaxed, tol, changed=True)
-    w = _heuristic(book, constraints, relaxed, tol)
+    w = _heuristic(book, constraints, relaxed, tol, min_held)
     left = book_violations(w, book, constraints, tol)
     if left:
         raise MandateError(
@@ -231,7 +235,9 @@ def _support(book: Book, c: RiskConstraints, start: np.ndarray, order: np.ndarra
     return support
 
 
-def _heuristic(book: Book, c: RiskConstraints, relaxed: np.ndarray, tol: float) -> np.ndarray:
+def _heuristic(
+    book: Book, c: RiskConstraints, relaxed: np.ndarray, tol: float, min_held: float
+) -> np.ndarray:
     """Choose the names that may be held, then redo the convex projection on them."""
     absr = np.abs(relaxed)
     start = absr > tol
@@ -242,7 +248,7 @@ def _heuristic(book: Book, c: RiskConstraints, relaxed: np.ndarray, tol: float) 
     supports = [_support(book, c, start, order)]
     if book.previous is not None:
         supports.append(_support(book, c, np.abs(prev) > tol, _rank(book, [prev, book.proposed])))
-    floor = c.min_position or (MIN_HELD_WEIGHT if c.min_names is not None else None)
+    floor = c.min_position or (min_held if c.min_names is not None else None)
     failure: MandateError | None = None
     for support in supports:
         lower = None

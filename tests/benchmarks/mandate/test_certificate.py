@@ -48,18 +48,13 @@ def cutoff_run(mandate_dataset: Path, tmp_path_factory: pytest.TempPathFactory) 
     """One rule constructor and three models (old cutoff, none, within the margin)."""
     out = tmp_path_factory.mktemp("certificate") / "run"
     with LoopbackServer(script=[]) as server:
-        spec = example_spec(
-            mandate_dataset,
-            pool_sizes=[5],
-            max_steps=3,
-            knowledge_cutoffs={"old": "2023-01-01", "recent": "2025-01-15"},
-        )
+        spec = example_spec(mandate_dataset, pool_sizes=[5], max_steps=3, pool="random")
         model = {"provider": "openai", "base_url": server.openai_url}
         spec["agents"] = [
             {"name": "ew", "baseline": "equal_weight"},
-            {"name": "old", "model": "old", **model},
+            {"name": "old", "model": "old", "knowledge_cutoff": "2023-01-01", **model},
             {"name": "anon", "model": "anon", **model},
-            {"name": "recent", "model": "recent", **model},
+            {"name": "recent", "model": "recent", "knowledge_cutoff": "2025-01-15", **model},
         ]
         spec["modes"] = ["daily"]
         run(spec, out)
@@ -78,10 +73,20 @@ def test_undeclared_or_recent_cutoff_is_unknown(cutoff_run: Path) -> None:
     anon = _cert(cutoff_run, f"anon_daily_k5_s0_{WINDOW}")
     assert anon.verdict == "UNKNOWN"
     assert [r.rule for r in anon.reasons] == ["cutoff"]
-    assert "no knowledge cutoff declared" in anon.reasons[0].evidence
+    assert "no knowledge cutoff declared for model 'anon'" in anon.reasons[0].evidence
     recent = _cert(cutoff_run, f"recent_daily_k5_s0_{WINDOW}")
-    assert recent.verdict == "UNKNOWN"
+    assert recent.verdict == "UNKNOWN" and recent.knowledge_cutoff == "2025-01-15"
     assert "2025-07-15 is not before the window start 2025-06-02" in recent.reasons[0].evidence
+
+
+def test_one_cutoff_declaration_serves_certificate_and_leaderboard(cutoff_run: Path) -> None:
+    from tradebench.leaderboard.data import board_episodes
+
+    board = board_episodes([cutoff_run]).drop_duplicates("agent").set_index("agent")
+    for agent in ("old", "recent", "anon"):
+        cert = _cert(cutoff_run, f"{agent}_daily_k5_s0_{WINDOW}")
+        on_board = board.loc[agent, "knowledge_cutoff"]
+        assert (None if pd.isna(on_board) else str(on_board)) == cert.knowledge_cutoff
 
 
 def test_run_table_summary_and_report(cutoff_run: Path) -> None:
@@ -112,9 +117,21 @@ def test_cutoff_margin_edges() -> None:
 
 
 def test_cutoff_for_a_rule_agent_is_refused(mandate_dataset: Path, tmp_path: Path) -> None:
-    spec = example_spec(mandate_dataset, pool_sizes=[5], knowledge_cutoffs={"ew": "2023-01-01"})
-    with pytest.raises(ConfigError, match="not model agents"):
+    spec = example_spec(mandate_dataset, pool_sizes=[5])
+    spec["agents"] = [{"name": "ew", "baseline": "equal_weight", "knowledge_cutoff": "2023-01-01"}]
+    with pytest.raises(ConfigError, match="rule agent"):
         run(spec, tmp_path / "run")
+
+
+def test_the_old_options_place_for_cutoffs_is_one_clear_error(
+    mandate_dataset: Path, tmp_path: Path
+) -> None:
+    spec = example_spec(mandate_dataset, knowledge_cutoffs={"llm": "2023-01-01"})
+    path = tmp_path / "spec.yaml"
+    path.write_text(json.dumps(spec, default=str))
+    result = CliRunner().invoke(app, ["run", str(path), "-o", str(tmp_path / "run")])
+    assert result.exit_code != 0 and "Traceback" not in result.output
+    assert result.output.startswith("error:") and "knowledge_cutoff" in result.output
 
 
 def test_find_dates_reads_the_documented_forms() -> None:
@@ -122,8 +139,11 @@ def test_find_dates_reads_the_documented_forms() -> None:
         "Shares rose on 2025-07-31. On July 30, 2025 it said; by 3rd June 2025 and "
         "Jul. 4th 2025. Q3 2025 revenue. As of march 31, december 31, 2025 2024."
     )
-    days = [m.day.isoformat() for m in find_dates(text)]
-    assert days == ["2025-07-31", "2025-07-30", "2025-06-03", "2025-07-04", "2025-09-30"]
+    found = find_dates(text, date(2025, 6, 3))
+    dated = [m.day.isoformat() for m in found if not m.yearless]
+    assert dated == ["2025-07-31", "2025-07-30", "2025-06-03", "2025-07-04", "2025-09-30"]
+    # the table header's days are read without a year, nearest the record's own date
+    assert [m.text for m in found if m.yearless] == ["march 31", "december 31"]
 
 
 @pytest.fixture(scope="module")
@@ -179,7 +199,7 @@ def planted_dataset(
 
 
 def test_planted_later_event_and_early_filing_fail(planted_dataset: Path, tmp_path: Path) -> None:
-    spec = example_spec(planted_dataset, pool_sizes=[5], max_steps=5)
+    spec = example_spec(planted_dataset, pool_sizes=[5], max_steps=5, pool="random")
     spec["agents"] = [{"name": "ew", "baseline": "equal_weight"}]
     spec["modes"] = ["daily"]
     run(spec, tmp_path / "run")
@@ -205,7 +225,7 @@ def test_planted_later_event_and_early_filing_fail(planted_dataset: Path, tmp_pa
 def test_gate_and_unknown_ids_fail(mandate_dataset: Path) -> None:
     ds = load_dataset(mandate_dataset)
     later = MarketView(ds, "2025-07-15").records(symbols="COIN", kinds="news").iloc[-1]
-    subject = EpisodeSubject("e", "ew", False, date(2025, 6, 2), None, 6)
+    subject = EpisodeSubject("e", "ew", date(2025, 6, 2), {}, 6)
     shown = [Showing("2025-06-02", str(later["record_id"])), Showing("2025-06-02", "news-nope")]
     cert = certify(ds, subject, shown)
     assert cert.verdict == "FAIL"
@@ -244,9 +264,9 @@ def _filing(title: str, period: str, accepted: str) -> Record:
 
 
 def test_filing_period_edges_and_verdict_order() -> None:
-    assert provenance(_filing("MSFT 10-Q", "2025-06-30", "2025-06-30T23:59:00"))[0]
-    assert not provenance(_filing("MSFT 10-Q", "2025-06-30", "2025-07-01T00:00:00"))[0]
-    assert not provenance(_filing("MSFT 8-K", "2025-06-30", "2025-06-30T20:00:00"))[0]
-    assert provenance(_filing("MSFT 8-K", "2025-06-30", "2025-06-29T20:00:00"))[0]
+    assert provenance(_filing("MSFT 10-Q", "2025-06-30", "2025-06-30T23:59:00")).reasons
+    assert not provenance(_filing("MSFT 10-Q", "2025-06-30", "2025-07-01T00:00:00")).reasons
+    assert not provenance(_filing("MSFT 8-K", "2025-06-30", "2025-06-30T20:00:00")).reasons
+    assert provenance(_filing("MSFT 8-K", "2025-06-30", "2025-06-29T20:00:00")).reasons
     assert combine(["PASS", "UNKNOWN", "FAIL", "PASS"]) == "FAIL"
     assert combine(["PASS", "UNKNOWN"]) == "UNKNOWN" and combine([]) == "PASS"

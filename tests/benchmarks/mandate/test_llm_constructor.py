@@ -35,7 +35,7 @@ def test_llm_constructor_is_fed_back_and_projected(mandate_dataset: Path, tmp_pa
         Reply.tool(TOOL, _weights(AMZN=0.2, COIN=0.2, MSFT=0.2, NFLX=0.19, TSLA=0.19)),
     ]
     with LoopbackServer(script=script) as server:
-        spec = example_spec(mandate_dataset, llm=True, pool_sizes=[5], max_steps=3)
+        spec = example_spec(mandate_dataset, llm=True, pool_sizes=[5], max_steps=3, pool="random")
         spec["agents"] = [
             {
                 "name": "llm",

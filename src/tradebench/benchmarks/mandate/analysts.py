@@ -171,14 +171,22 @@ def lexicon_hits(title: str) -> tuple[int, int]:
     return sum(w in POSITIVE for w in words), sum(w in NEGATIVE for w in words)
 
 
+def _naming(recs: pd.DataFrame, name: str) -> pd.DataFrame:
+    """The rows of `recs` that name `name` (order kept)."""
+    if recs.empty:
+        return recs
+    return recs[recs["symbols"].map(lambda syms: name in syms).to_numpy(bool)]
+
+
 def news(view: MarketView, pool: Sequence[str], s: AnalystSettings) -> list[Signal]:
     """Count, recency and a headline word count of the visible recent news."""
     now = view.decision_time
     cutoff = now - pd.Timedelta(minutes=s.news_delay_minutes)
+    visible = view.records(symbols=pool, kinds="news", lookback=f"{s.news_lookback_days}D")
+    visible = visible[visible["ts_available"] <= cutoff]
     out = []
     for name in pool:
-        recs = view.records(symbols=name, kinds="news", lookback=f"{s.news_lookback_days}D")
-        recs = recs[recs["ts_available"] <= cutoff]
+        recs = _naming(visible, name)
         n = len(recs)
         hits = [lexicon_hits(str(t)) for t in recs["title"]]
         pos, neg = sum(h[0] for h in hits), sum(h[1] for h in hits)
@@ -204,9 +212,10 @@ def news(view: MarketView, pool: Sequence[str], s: AnalystSettings) -> list[Sign
 def filings(view: MarketView, pool: Sequence[str], s: AnalystSettings) -> list[Signal]:
     """Form and age of the latest visible filing (no direction)."""
     now = view.decision_time
+    visible = view.records(symbols=pool, kinds="filing")
     out = []
     for name in pool:
-        recs = view.records(symbols=name, kinds="filing", limit=1)
+        recs = _naming(visible, name)
         if recs.empty:
             out.append(Signal(analyst="filings", symbol=name, score=0.0, confidence=0.0))
             continue
@@ -237,12 +246,16 @@ ANALYST_FUNCTIONS: dict[str, Analyst] = {
 """The registered analyst roles by name."""
 
 
-def combined_scores(signals: Sequence[Signal], pool: Sequence[str]) -> dict[str, float]:
-    """Per name, the mean over analysts of `score x confidence` (0 without signals)."""
+def combined_scores(
+    signals: Sequence[Signal], pool: Sequence[str], weights: dict[str, float] | None = None
+) -> dict[str, float]:
+    """Per name, the weighted mean over analysts of `score x confidence` (0 without
+    signals); `weights` maps an analyst label to its weight (None: uniform, 1 each)."""
     sums = dict.fromkeys(pool, 0.0)
-    counts = dict.fromkeys(pool, 0)
+    totals = dict.fromkeys(pool, 0.0)
     for sig in signals:
+        w = 1.0 if weights is None else float(weights.get(sig.analyst, 0.0))
         if sig.symbol in sums:
-            sums[sig.symbol] += sig.score * sig.confidence
-            counts[sig.symbol] += 1
-    return {k: (sums[k] / counts[k] if counts[k] else 0.0) for k in pool}
+            sums[sig.symbol] += w * sig.score * sig.confidence
+            totals[sig.symbol] += w
+    return {k: (sums[k] / totals[k] if totals[k] else 0.0) for k in pool}

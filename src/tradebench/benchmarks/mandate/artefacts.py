@@ -9,7 +9,14 @@
 - Robustness: per-name P&L (`pnl_by_name.parquet`, the episode and its same-pool
   equal-weight reference), the leave-one-name-out spread (`loo_spread.parquet`: episode
   minus reference total return with that name's P&L removed from both), and a seeded
-  bootstrap over days of the summed daily return spread (`spread_bootstrap.parquet`).
+  bootstrap over days of the summed daily return spread (`spread_bootstrap.parquet`), and
+  the same for the summed daily return itself (the net-return interval of the swap table).
+- Held-book drift (`drift.parquet`): per day, the book held at the close (marked weights)
+  checked against the mandate (`risk.violations`, no turnover), beside the projection's
+  own check of its targets on rebalance days.
+- Stress (`stress_blank_top.parquet`): the episode's targets and the equal-weight
+  reference's re-executed with the name of largest P&L contribution blanked (its weight
+  left in cash).
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tradebench.risk import RiskConstraints, violations
 from tradebench.runs.engine import BacktestResult
 
 ADHERENCE_COLUMNS = [
@@ -171,26 +179,116 @@ def loo_spread(
     return pd.DataFrame(rows, columns=["left_out", "spread"])
 
 
+def _bootstrap_row(values: np.ndarray, statistic: str, samples: int, seed: int) -> dict:
+    n = len(values)
+    rng = np.random.default_rng(seed)
+    sums = values[rng.integers(0, n, size=(samples, n))].sum(axis=1) if n else np.array([])
+    lo, hi = np.quantile(sums, [0.025, 0.975]) if n else (np.nan, np.nan)
+    return {
+        "statistic": statistic,
+        "estimate": float(values.sum()),
+        "lo": float(lo),
+        "hi": float(hi),
+        "n_days": n,
+        "samples": samples,
+        "seed": seed,
+    }
+
+
 def bootstrap_spread(
     episode: BacktestResult, reference: BacktestResult, samples: int, seed: int
 ) -> pd.DataFrame:
-    """Sum over days of the daily return spread, with a 95% percentile interval from
-    `samples` resamplings of the days (with replacement, `numpy` seeded by `seed`)."""
-    spread = daily_returns(episode) - daily_returns(reference)
-    n = len(spread)
-    rng = np.random.default_rng(seed)
-    sums = spread[rng.integers(0, n, size=(samples, n))].sum(axis=1) if n else np.array([])
-    lo, hi = np.quantile(sums, [0.025, 0.975]) if n else (np.nan, np.nan)
+    """Sum over days of the daily return spread (row `sum_daily_spread`) and of the daily
+    return (`sum_daily_return`), each with a 95% percentile interval from `samples`
+    resamplings of the days (with replacement, `numpy` seeded by `seed`)."""
+    mine = daily_returns(episode)
     return pd.DataFrame(
         [
-            {
-                "statistic": "sum_daily_spread",
-                "estimate": float(spread.sum()),
-                "lo": float(lo),
-                "hi": float(hi),
-                "n_days": n,
-                "samples": samples,
-                "seed": seed,
-            }
+            _bootstrap_row(mine - daily_returns(reference), "sum_daily_spread", samples, seed),
+            _bootstrap_row(mine, "sum_daily_return", samples, seed),
         ]
     )
+
+
+DRIFT_COLUMNS = [
+    "step",
+    "date",
+    "rebalance",
+    "drift_rebalance",
+    "cash",
+    "largest",
+    "breaches",
+    "max_excess",
+    "worst",
+    "projection_breaches",
+]
+
+
+def held_weights(result: BacktestResult) -> pd.DataFrame:
+    """Date x name weights of the book held at each close (marked value / NAV)."""
+    dates = pd.DatetimeIndex(pd.to_datetime(result.steps["date"]))
+    pos = result.positions
+    value = (
+        pos.assign(value=pos["shares"] * pos["close"])
+        .pivot_table(index="date", columns="symbol", values="value", aggfunc="sum")
+        .reindex(dates)
+        .fillna(0.0)
+    )
+    nav = result.steps["nav"].to_numpy(float)
+    return value.div(nav, axis=0)
+
+
+def _breaches(
+    weights: dict[str, float], c: RiskConstraints, sectors: dict[str, str], tolerance: float
+) -> tuple[int, float, str]:
+    found = violations(weights, c, sectors=sectors or None, tol=0.0)
+    excess = [(abs(v.value - v.bound), f"{v.constraint} {v.subject or ''}".strip()) for v in found]
+    worst = max(excess, default=(0.0, ""))
+    return sum(e > tolerance for e, _ in excess), float(worst[0]), worst[1]
+
+
+def drift_table(
+    result: BacktestResult,
+    infos: Sequence[dict[str, Any]],
+    constraints: RiskConstraints,
+    sectors: dict[str, str],
+    pool: Sequence[str],
+    tolerance: float,
+) -> pd.DataFrame:
+    """Per day: the held book's adherence (`breaches` beyond `tolerance`, the largest
+    excess over a bound and which) beside, on rebalance days, the projected targets' own
+    breaches (`projection_breaches`, beyond `tolerance` too)."""
+    held = held_weights(result).reindex(columns=list(pool), fill_value=0.0)
+    rows = []
+    for step, (day, info) in enumerate(zip(held.index, infos, strict=True)):
+        w = {n: float(x) for n, x in held.loc[day].items()}
+        n, excess, worst = _breaches(w, constraints, sectors, tolerance)
+        projected = info.get("projected")
+        rows.append(
+            {
+                "step": step,
+                "date": day,
+                "rebalance": bool(info.get("rebalance")),
+                "drift_rebalance": bool(info.get("drift_rebalance")),
+                "cash": 1.0 - sum(w.values()),
+                "largest": max(w.values(), default=0.0),
+                "breaches": n,
+                "max_excess": excess,
+                "worst": worst,
+                "projection_breaches": (
+                    _breaches(dict(projected), constraints, sectors, tolerance)[0]
+                    if projected is not None
+                    else None
+                ),
+            }
+        )
+    frame = pd.DataFrame(rows, columns=DRIFT_COLUMNS)
+    frame["date"] = pd.to_datetime(frame["date"]).astype("datetime64[ns]")
+    return frame.astype({"projection_breaches": "Int64"})
+
+
+def blank_targets(
+    targets: Sequence[dict[str, float] | None], name: str
+) -> list[dict[str, float] | None]:
+    """`targets` with `name`'s weight left in cash (holds stay holds)."""
+    return [None if t is None else {k: w for k, w in t.items() if k != name} for t in targets]

@@ -1,11 +1,13 @@
 """The mandate benchmark (OpenPM) as the harness runs it: grid, episodes, artefacts.
 
 Grid, per window: one episode per reference baseline (`index_buy_and_hold`, `cash`); per
-seed and pool size K a pool (`pool.draw_pool`), and on it every constructor (the
-`equal_weight` and `score_weighted` baselines, every model) under every cadence. An
-episode's mode is `<cadence>_k<K>` so the report never pools different pools as seeds.
-Every episode trades through the same broker (`loop.simulate`) under US rules with the
-options' half-spread and commission.
+seed, pool size K and analyst set, every constructor (the `equal_weight` and
+`score_weighted` baselines, every model agent that is not an analyst or the mandate
+compiler) under every cadence. The pool is chosen when the first episode of a cell needs
+it (`resolve.stored_pool`: the set's analysts' top-K, or the random control). An episode's
+mode is `<cadence>_k<K>` (plus `_<set>` with several analyst sets) so the report never
+pools different pools as seeds. Every episode trades through the same broker
+(`loop.simulate`) under US rules with the options' half-spread and commission.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import replace
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +23,7 @@ import numpy as np
 import pandas as pd
 
 from tradebench.agents.loop_types import LoopConfig
-from tradebench.benchmarks.mandate import artefacts, certificate
-from tradebench.benchmarks.mandate.analysts import AnalystSettings
+from tradebench.benchmarks.mandate import artefacts, certificate, resolve
 from tradebench.benchmarks.mandate.capture import CAPTURES_DIR, CaptureStore, pool_id
 from tradebench.benchmarks.mandate.constructors import (
     Constructor,
@@ -32,54 +34,43 @@ from tradebench.benchmarks.mandate.constructors import (
 from tradebench.benchmarks.mandate.decider import AllocatorDecider
 from tradebench.benchmarks.mandate.loop import FixedTargets, Simulation, simulate
 from tradebench.benchmarks.mandate.options import CADENCES, MandateOptions
-from tradebench.benchmarks.mandate.pool import draw_pool, sector_map
+from tradebench.benchmarks.mandate.pool import PoolChoice, candidates, sector_map
 from tradebench.benchmarks.mandate.report import REPORT_SECTIONS
 from tradebench.data.dataset import Dataset
-from tradebench.errors import ConfigError, MandateError
-from tradebench.files import write_bytes_atomic
+from tradebench.errors import ConfigError
+from tradebench.llm.base import ChatModel
 from tradebench.llm.types import Usage
 from tradebench.market.rules import MarketRules
 from tradebench.registry import Spec
-from tradebench.risk import CompiledMandate, RiskConstraints, compile_mandate
+from tradebench.risk import RiskConstraints
 from tradebench.runs.backtest import run_record, score
-from tradebench.runs.engine import trading_days
+from tradebench.runs.engine import BacktestResult, trading_days
 from tradebench.runs.protocol import EpisodeContext, EpisodeRef
 from tradebench.runs.records import EpisodeRecord
-from tradebench.runs.spec import RunSpec, Window
+from tradebench.runs.spec import AgentEntry, RunSpec, Window
 from tradebench.runs.store import write_run
 from tradebench.runs.summary import default_metrics
+from tradebench.view import MarketView
 
 NAME = "mandate"
 CONSTRUCTORS = {"equal_weight": EqualWeight, "score_weighted": ScoreWeighted}
 """Rule constructors by baseline name (through the critic)."""
 REFERENCES = ("index_buy_and_hold", "cash")
 """Reference baselines (straight to the broker, no critic)."""
-MANDATE_FILE = "mandate.json"
+MANDATE_FILE = resolve.MANDATE_FILE
 COST_CURVE_FILE = "cost_curve.parquet"
 ADHERENCE_FILE = "adherence.parquet"
 PNL_FILE = "pnl_by_name.parquet"
 LOO_FILE = "loo_spread.parquet"
 BOOTSTRAP_FILE = "spread_bootstrap.parquet"
 EW_REFERENCE_FILE = "ew_reference.parquet"
+DRIFT_FILE = "drift.parquet"
+STRESS_FILE = "stress_blank_top.parquet"
+POOL_FILE = "pool.json"
 
 
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text)
-
-
-def compile_options(opts: MandateOptions) -> CompiledMandate:
-    """The run's mandate compiled by the grammar (ConfigError when it does not compile)."""
-    try:
-        return CompiledMandate.build(
-            opts.mandate, compile_mandate(opts.mandate), compiler="grammar"
-        )
-    except MandateError as exc:
-        raise ConfigError(f"options.mandate does not compile: {exc}") from None
-
-
-def analyst_settings(opts: MandateOptions) -> AnalystSettings:
-    """The analysts' settings from the options."""
-    return AnalystSettings(opts.momentum_days, opts.news_lookback_days, opts.news_delay_minutes)
 
 
 def _caps_sectors(c: RiskConstraints) -> bool:
@@ -94,14 +85,13 @@ def market_rules(market: str, opts: MandateOptions) -> MarketRules:
     return replace(base, half_spread_bps=opts.half_spread_bps)
 
 
-def _check_cutoffs(spec: RunSpec, opts: MandateOptions) -> None:
-    models = {a.name for a in spec.llm_agents()}
-    stray = sorted(set(opts.knowledge_cutoffs) - models)
-    if stray:
-        raise ConfigError(
-            f"options.knowledge_cutoffs names {stray}, which are not model agents of the "
-            f"spec (models: {sorted(models)}); rule agents have no knowledge cutoff"
-        )
+def _check_cutoffs(spec: RunSpec) -> None:
+    for a in spec.agents:
+        if a.knowledge_cutoff is not None and not a.is_llm:
+            raise ConfigError(
+                f"agent {a.name!r} declares a knowledge_cutoff but is a rule agent; rule "
+                "agents have no training data (declare it on model agents only)"
+            )
 
 
 def _check_agents(spec: RunSpec, dataset: Dataset) -> None:
@@ -123,10 +113,25 @@ def _check_agents(spec: RunSpec, dataset: Dataset) -> None:
 def expand_grid(spec: RunSpec, opts: MandateOptions, dataset: Dataset) -> list[EpisodeRef]:
     """Every episode, in a stable order (see the module docstring)."""
     cadences = list(spec.modes) or list(CADENCES)
-    constraints = compile_options(opts).constraints
+    if opts.mandate_compiler == "grammar":
+        resolve.grammar_mandate(opts)  # fails here, before any episode
+    sets = list(opts.sets())
+    helpers = resolve.helper_agents(opts)
+    constructors = [
+        a for a in spec.agents if a.baseline not in REFERENCES and a.name not in helpers
+    ]
     out: list[EpisodeRef] = []
     for w in spec.windows:
-        first = str(dataset.panel.dates[trading_days(dataset.panel, str(w.start), str(w.end))[0]])
+        days = trading_days(dataset.panel, str(w.start), str(w.end))
+        if not len(days):
+            raise ConfigError(f"window {w.span} has no trading day in the dataset")
+        first = dataset.panel.dates[days[0]]
+        have = len(candidates(dataset, MarketView(dataset, first)))
+        if have < max(opts.pool_sizes):
+            raise ConfigError(
+                f"only {have} members have a price before {first}; lower the pool size "
+                f"{max(opts.pool_sizes)}"
+            )
         for a in spec.agents:
             if a.baseline in REFERENCES:
                 ident = _slug(f"{a.name}_{w.span}")
@@ -134,44 +139,52 @@ def expand_grid(spec: RunSpec, opts: MandateOptions, dataset: Dataset) -> list[E
                 out.append(EpisodeRef(id=ident, agent=a.name, kind="baseline", window=w, task=task))
         for seed in spec.seeds:
             for k in opts.pool_sizes:
-                pool = draw_pool(dataset, first, k, seed, opts.evidence_first)
-                if _caps_sectors(constraints):
-                    missing = sorted(set(pool) - set(sector_map(dataset, pool)))
-                    if missing:
-                        raise ConfigError(f"the mandate caps sectors; no sector for {missing}")
-                out += _constructor_cells(spec, w, seed, k, pool, cadences)
+                for name in sets:
+                    tag = f"_{name}" if len(sets) > 1 else ""
+                    out += _constructor_cells(constructors, w, seed, k, name, tag, cadences)
     return out
 
 
 def _constructor_cells(
-    spec: RunSpec, w: Window, seed: int, k: int, pool: list[str], cadences: list[str]
+    agents: list[AgentEntry],
+    w: Window,
+    seed: int,
+    k: int,
+    analyst_set: str,
+    tag: str,
+    cadences: list[str],
 ) -> list[EpisodeRef]:
     out = []
-    for a in spec.agents:
-        if a.baseline in REFERENCES:
-            continue
+    for a in agents:
         for cadence in cadences:
             out.append(
                 EpisodeRef(
-                    id=_slug(f"{a.name}_{cadence}_k{k}_s{seed}_{w.span}"),
+                    id=_slug(f"{a.name}_{cadence}_k{k}{tag}_s{seed}_{w.span}"),
                     agent=a.name,
                     kind="llm" if a.is_llm else "baseline",
-                    mode=f"{cadence}_k{k}",
+                    mode=f"{cadence}_k{k}{tag}",
                     seed=seed,
                     window=w,
-                    task={"role": "constructor", "cadence": cadence, "pool_size": k, "pool": pool},
+                    task={
+                        "role": "constructor",
+                        "cadence": cadence,
+                        "pool_size": k,
+                        "analyst_set": analyst_set,
+                    },
                 )
             )
     return out
 
 
-def stored_mandate(run_dir: Path, opts: MandateOptions) -> CompiledMandate:
-    """The run's compiled mandate, written once to `RUN_DIR/mandate.json`."""
-    compiled = compile_options(opts)
-    path = Path(run_dir) / MANDATE_FILE
-    if not path.exists():
-        write_bytes_atomic(path, (compiled.model_dump_json(indent=2) + "\n").encode())
-    return compiled
+def _cutoffs(spec: RunSpec, ref: EpisodeRef, opts: MandateOptions) -> dict[str, date | None]:
+    """The models behind an episode (its constructor, its set's model analysts) and the
+    knowledge cutoff each declares on its spec agent."""
+    names = set()
+    if ref.kind == "llm":
+        names.add(ref.agent)
+    if ref.task.get("analyst_set"):
+        names |= set(resolve.set_agents(opts, ref.task["analyst_set"]))
+    return {n: spec.agent(n).knowledge_cutoff for n in sorted(names)}
 
 
 def _certify(
@@ -186,9 +199,8 @@ def _certify(
     subject = certificate.EpisodeSubject(
         episode_id=ref.id,
         agent=ref.agent,
-        is_model=ref.kind == "llm",
         window_start=ref.window.start,
-        cutoff=opts.knowledge_cutoffs.get(ref.agent),
+        cutoffs=_cutoffs(ctx.spec, ref, opts),
         margin_months=opts.cutoff_margin_months,
     )
     cert = certificate.certify(ctx.dataset, subject, shown, bad, n_read)
@@ -200,6 +212,20 @@ def _certify(
 def _days(ds: Dataset, window: Window, cap: int | None) -> np.ndarray:
     days = trading_days(ds.panel, str(window.start), str(window.end))
     return days[:cap] if cap is not None else days
+
+
+def _first_day(ds: Dataset, window: Window) -> str:
+    days = trading_days(ds.panel, str(window.start), str(window.end))
+    return str(ds.panel.dates[days[0]])
+
+
+def _helpers_of(ref: EpisodeRef, opts: MandateOptions) -> set[str]:
+    names = set()
+    if "analyst_set" in ref.task:
+        names = set(resolve.set_agents(opts, ref.task["analyst_set"]))
+    if opts.mandate_compiler == "llm" and opts.mandate_compiler_agent:
+        names.add(opts.mandate_compiler_agent)
+    return names
 
 
 class MandateBenchmark:
@@ -218,7 +244,8 @@ class MandateBenchmark:
         if unknown:
             raise ConfigError(f"unknown modes {unknown}; the mandate cadences are {list(CADENCES)}")
         _check_agents(spec, dataset)
-        _check_cutoffs(spec, options)
+        _check_cutoffs(spec)
+        resolve.check_helpers(spec, options)
         return expand_grid(spec, options, dataset)
 
     def summary_row(self, record: EpisodeRecord, folder: Path) -> dict[str, Any]:
@@ -227,15 +254,23 @@ class MandateBenchmark:
         return default_metrics(record, folder) | {
             "cadence": extras.get("cadence"),
             "pool_size": extras.get("pool_size"),
+            "analyst_set": extras.get("analyst_set"),
             **(extras.get("headline") or {}),
         }
 
     async def run_episode(self, ref: EpisodeRef, ctx: EpisodeContext) -> EpisodeRecord:
         """Simulate the episode (resuming its journal), write its tables and artefacts."""
         opts: MandateOptions = ctx.options
+        with resolve.helper_models(ctx, _helpers_of(ref, opts)) as models:
+            return await self._run(ref, ctx, models)
+
+    async def _run(
+        self, ref: EpisodeRef, ctx: EpisodeContext, models: dict[str, ChatModel]
+    ) -> EpisodeRecord:
+        opts: MandateOptions = ctx.options
         ds = ctx.dataset
         rules = market_rules(ds.market, opts)
-        compiled = stored_mandate(ctx.run_dir, opts)
+        compiled = await resolve.stored_mandate(ctx.run_dir, opts, models)
         cap = opts.max_steps
         if ctx.agent is not None and ctx.agent.max_steps is not None:
             cap = min(cap or ctx.agent.max_steps, ctx.agent.max_steps)
@@ -243,6 +278,7 @@ class MandateBenchmark:
         extra: dict[str, Any] = {
             "mandate": {
                 "text": compiled.mandate,
+                "compiler": compiled.compiler,
                 "rendered": compiled.rendered,
                 "constraints": compiled.constraints.model_dump(mode="json"),
                 "constraints_hash": compiled.constraints_hash,
@@ -253,9 +289,10 @@ class MandateBenchmark:
         if ref.task.get("role") == "reference":
             sim = await self._reference(ref, ctx, rules, days)
             pool: list[str] = []
+            sectors: dict[str, str] = {}
         else:
-            pool = list(ref.task["pool"])
-            sim, more = await self._constructor(ref, ctx, rules, days, compiled.constraints)
+            sim, more = await self._constructor(ref, ctx, rules, days, compiled.constraints, models)
+            pool, sectors = more["pool"], more["sectors"]
             extra |= more
         built = Spec(name=ctx.agent.baseline or ref.agent if ctx.agent else ref.agent)
         start, end = str(ref.window.start), str(ref.window.end)
@@ -266,6 +303,8 @@ class MandateBenchmark:
             run_record(built, start, end, sim.result, rules),
         )
         headline = await self._artefacts(ctx, ref, sim, rules, days, pool)
+        if pool:
+            headline |= self._drift(ctx, sim, compiled.constraints, sectors, pool)
         headline |= certificate.summary_fields(_certify(ref, ctx, sim, extra.get("captures")))
         steps = sim.result.steps
         extra["decision_days"] = {
@@ -318,6 +357,28 @@ class MandateBenchmark:
         config = ctx.agent.model_config_()
         return LLMConstructor(ctx.model, rendered, loop), {"model": config.model_dump(mode="json")}
 
+    async def _pool(
+        self, ref: EpisodeRef, ctx: EpisodeContext, models: dict[str, ChatModel]
+    ) -> tuple[PoolChoice, list]:
+        opts: MandateOptions = ctx.options
+        name = ref.task["analyst_set"]
+        sources = resolve.sources(opts, name, models)
+        first = _first_day(ctx.dataset, ref.window)
+        size = ref.task["pool_size"]
+        choice = await resolve.stored_pool(ctx, first, size, ref.seed, name, sources)
+        return choice, sources
+
+    def _sectors(self, ctx: EpisodeContext, pool: list[str], c: RiskConstraints) -> dict[str, str]:
+        opts: MandateOptions = ctx.options
+        sectors = sector_map(ctx.dataset, pool, opts.unknown_sector)
+        missing = sorted(set(pool) - set(sectors))
+        if missing and _caps_sectors(c):
+            raise ConfigError(
+                f"the mandate caps sectors; no sector for {missing} (unknown_sector: error; "
+                "use `own` or `shared` to give them one)"
+            )
+        return sectors
+
     async def _constructor(
         self,
         ref: EpisodeRef,
@@ -325,18 +386,25 @@ class MandateBenchmark:
         rules: MarketRules,
         days: np.ndarray,
         constraints: RiskConstraints,
+        models: dict[str, ChatModel],
     ) -> tuple[Simulation, dict[str, Any]]:
         opts: MandateOptions = ctx.options
-        pool = list(ref.task["pool"])
-        settings = analyst_settings(opts)
-        key = json.dumps([pool, list(opts.analysts), settings.__dict__], sort_keys=True)
+        choice, sources = await self._pool(ref, ctx, models)
+        pool = list(choice.names)
+        sectors = self._sectors(ctx, pool, constraints)
+        key = json.dumps([pool, resolve.set_key(opts, ref.task["analyst_set"])], sort_keys=True)
         folder = ctx.run_dir / CAPTURES_DIR / pool_id(len(pool), ref.seed, key)
-        store = CaptureStore(folder, tuple(pool), tuple(opts.analysts), settings)
-        constructor, extra = self._make_constructor(
-            ref, ctx, stored_mandate(ctx.run_dir, opts).rendered
-        )
+        store = CaptureStore(folder, tuple(pool), tuple(sources))
+        compiled = await resolve.stored_mandate(ctx.run_dir, opts, models)
+        constructor, extra = self._make_constructor(ref, ctx, compiled.rendered)
         decider = AllocatorDecider(
-            constructor, store, constraints, sector_map(ctx.dataset, pool), ref.task["cadence"]
+            constructor,
+            store,
+            constraints,
+            sectors,
+            ref.task["cadence"],
+            opts.drift_tolerance if opts.drift_control else None,
+            rules.lot_size,
         )
         sim = await simulate(
             ctx.dataset, decider, days, rules, frozenset(pool), ctx.journal(), ctx.on_step
@@ -346,11 +414,17 @@ class MandateBenchmark:
             input_tokens=int(steps["tokens_in"].fillna(0).sum()),
             output_tokens=int(steps["tokens_out"].fillna(0).sum()),
         )
+        (ctx.folder / POOL_FILE).write_text(choice.model_dump_json(indent=1) + "\n")
         extra |= {
             "pool": pool,
             "pool_size": len(pool),
+            "pool_rule": choice.rule,
+            "analyst_set": ref.task["analyst_set"],
+            "sectors": sectors,
+            "unknown_sector": sorted(n for n, sec in sectors.items() if sec.startswith("unknown")),
             "cadence": ref.task["cadence"],
             "captures": str(folder.relative_to(ctx.run_dir)),
+            "analyst_tokens": _analyst_tokens(folder, sim.infos, sim.result.steps["date"]),
         }
         if ref.kind == "llm" and ctx.agent is not None:
             extra["tokens"] = used.input_tokens + used.output_tokens
@@ -358,6 +432,26 @@ class MandateBenchmark:
             if price is not None:
                 extra["cost_usd"] = price.cost(used)
         return sim, extra
+
+    def _drift(
+        self,
+        ctx: EpisodeContext,
+        sim: Simulation,
+        constraints: RiskConstraints,
+        sectors: dict[str, str],
+        pool: list[str],
+    ) -> dict[str, Any]:
+        """Write the held-book drift table; its headline numbers."""
+        opts: MandateOptions = ctx.options
+        table = artefacts.drift_table(
+            sim.result, sim.infos, constraints, sectors, pool, opts.drift_tolerance
+        )
+        table.to_parquet(ctx.folder / DRIFT_FILE, index=False)
+        return {
+            "drift_days": int((table["breaches"] > 0).sum()),
+            "drift_max_excess": float(table["max_excess"].max()),
+            "drift_rebalances": int(table["drift_rebalance"].sum()),
+        }
 
     async def _artefacts(
         self,
@@ -409,20 +503,78 @@ class MandateBenchmark:
             sim.result, reference.result, opts.bootstrap_samples, opts.bootstrap_seed
         )
         boot.to_parquet(ctx.folder / BOOTSTRAP_FILE, index=False)
+        returns = (_total_return(sim.result), _total_return(reference.result))
+        stress = await self._stress(ctx, by_name, (targets, ew_targets), returns, days, rules)
         binding_steps = table.loc[table["binding"], "step"].nunique() if len(table) else 0
+        spread, ret = boot.iloc[0], boot.iloc[1]
         headline |= {
             "spread_vs_ew": float(loo["spread"].iloc[0]),
+            "ew_total_return": returns[1],
             # the bootstrap is of the summed daily spread, a different number from the
             # compounded `spread_vs_ew`: its estimate and interval travel together
-            "daily_spread_sum": float(boot["estimate"].iloc[0]),
-            "daily_spread_lo": float(boot["lo"].iloc[0]),
-            "daily_spread_hi": float(boot["hi"].iloc[0]),
+            "daily_spread_sum": float(spread["estimate"]),
+            "daily_spread_lo": float(spread["lo"]),
+            "daily_spread_hi": float(spread["hi"]),
+            "daily_return_sum": float(ret["estimate"]),
+            "daily_return_lo": float(ret["lo"]),
+            "daily_return_hi": float(ret["hi"]),
+            "blank_top_name": stress["name"],
+            "blank_top_spread": stress["blanked_spread"],
             "rebalances": rebalances,
             "binding_step_rate": binding_steps / rebalances if rebalances else None,
             "citation_violations": int(sum(i.get("citation_violations", 0) for i in sim.infos)),
             "invalid_proposals": int(sum(i.get("invalid_proposals", 0) for i in sim.infos)),
         }
         return headline
+
+    async def _stress(
+        self,
+        ctx: EpisodeContext,
+        by_name: pd.DataFrame,
+        targets: tuple[list, list],
+        returns: tuple[float, float],
+        days: np.ndarray,
+        rules: MarketRules,
+    ) -> dict[str, Any]:
+        """Blank the name of largest P&L contribution in the episode and in the reference
+        (its weight left in cash), re-execute both; write `stress_blank_top.parquet`."""
+        top = by_name.sort_values(["contribution", "symbol"], ascending=[False, True]).iloc[0]
+        name = str(top["symbol"])
+        pool = frozenset(by_name["symbol"])
+        blanked = []
+        for t in targets:
+            plain = FixedTargets(artefacts.blank_targets(t, name))
+            blanked.append(
+                _total_return((await simulate(ctx.dataset, plain, days, rules, pool)).result)
+            )
+        (mine, ew), runs = returns, {"": blanked[0], "ew_": blanked[1]}
+        row = {
+            "name": name,
+            "contribution": float(top["contribution"]),
+            "total_return": mine,
+            "blanked_return": runs[""],
+            "ew_total_return": ew,
+            "ew_blanked_return": runs["ew_"],
+            "spread": mine - ew,
+            "blanked_spread": runs[""] - runs["ew_"],
+        }
+        pd.DataFrame([row]).to_parquet(ctx.folder / STRESS_FILE, index=False)
+        return row
+
+
+def _total_return(result: BacktestResult) -> float:
+    return float(result.steps["nav"].iloc[-1]) / result.initial_cash - 1
+
+
+def _analyst_tokens(folder: Path, infos: list[dict[str, Any]], dates: pd.Series) -> int:
+    """Tokens of the model analysts' calls behind the captures this episode read."""
+    total = 0
+    for info, day in zip(infos, dates, strict=True):
+        if info.get("capture_sha256"):
+            path = folder / f"{pd.Timestamp(day).date()}.json"
+            for call in json.loads(path.read_bytes()).get("analyst_calls", []):
+                total += int(call["tokens_in"]) + int(call["tokens_out"])
+    return total
 
 
 BENCHMARK = MandateBenchmark()

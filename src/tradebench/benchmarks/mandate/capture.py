@@ -20,8 +20,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from tradebench.benchmarks.mandate.analysts import ANALYST_FUNCTIONS, AnalystSettings, Signal
-from tradebench.files import write_bytes_atomic
+from tradebench.benchmarks.mandate.analysts import Signal
+from tradebench.benchmarks.mandate.once import build_once
+from tradebench.benchmarks.mandate.sources import AnalystCall, AnalystSource
 from tradebench.view import MarketView
 
 CAPTURE_VERSION = 1
@@ -57,6 +58,9 @@ class Capture(BaseModel):
     """One signal per analyst and name."""
     violations: list[Violation]
     """Cited ids not visible at the decision instant."""
+    analyst_calls: list[AnalystCall] = []
+    """Model analysts' calls behind the signals (tokens, retries, fallback); empty for
+    rule analysts."""
 
 
 def canonical_bytes(capture: Capture) -> bytes:
@@ -83,18 +87,24 @@ def check_citations(view: MarketView, signals: Sequence[Signal]) -> list[Violati
     return out
 
 
-def build_capture(
-    view: MarketView, pool: Sequence[str], analysts: Sequence[str], settings: AnalystSettings
+async def build_capture(
+    view: MarketView, pool: Sequence[str], sources: Sequence[AnalystSource]
 ) -> Capture:
     """Run each analyst on the pool through `view` and check their citations."""
-    signals = [s for name in analysts for s in ANALYST_FUNCTIONS[name](view, pool, settings)]
+    signals: list[Signal] = []
+    calls: list[AnalystCall] = []
+    for source in sources:
+        out = await source.signals(view, pool)
+        signals += out.signals
+        calls += out.calls
     return Capture(
         date=str(view.as_of),
         decision_time=view.decision_time.isoformat(),
         pool=list(pool),
-        analysts=list(analysts),
+        analysts=[s.label for s in sources],
         signals=signals,
         violations=check_citations(view, signals),
+        analyst_calls=calls,
     )
 
 
@@ -109,29 +119,25 @@ class LoadedCapture:
 
 @dataclass(frozen=True)
 class CaptureStore:
-    """The captures of one pool under a run folder."""
+    """The captures of one pool and analyst set under a run folder."""
 
     folder: Path
     pool: tuple[str, ...]
-    analysts: tuple[str, ...]
-    settings: AnalystSettings
+    sources: tuple[AnalystSource, ...]
 
     def path(self, day: str) -> Path:
         """Where the capture of decision day `day` lives."""
         return self.folder / f"{day}.json"
 
-    def load(self, view: MarketView) -> LoadedCapture:
-        """The capture of `view`'s day: read from disk, or built and written first.
+    async def load(self, view: MarketView) -> LoadedCapture:
+        """The capture of `view`'s day: read from disk, or built and written first (once,
+        under a lock: concurrent episodes of the run read the same bytes and a model
+        analyst is asked once)."""
 
-        Writes go to a private temporary file and are renamed into place, so concurrent
-        episodes of the run never see a partial file (they would write the same bytes).
-        """
-        path = self.path(str(view.as_of))
-        if not path.exists():
-            data = canonical_bytes(build_capture(view, self.pool, self.analysts, self.settings))
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_bytes_atomic(path, data)
-        data = path.read_bytes()
+        async def build() -> bytes:
+            return canonical_bytes(await build_capture(view, self.pool, self.sources))
+
+        data = await build_once(self.path(str(view.as_of)), build)
         return LoadedCapture(Capture.model_validate_json(data), data, sha256_hex(data))
 
 
