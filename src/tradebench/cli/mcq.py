@@ -172,6 +172,11 @@ def _render_build(result: BuildResult, out: Path) -> None:
             f"{st.nearest_median:.1%}, p90 {st.nearest_p90:.1%}; the answer's rank among the "
             f"option values: {ranks}"
         )
+    if st.jitter_n:
+        console.print(
+            f"distractor distance from the key (paper's rule 7-33%, n={st.jitter_n}): mean "
+            f"{st.jitter_mean:.1%}, min {st.jitter_min:.1%}, max {st.jitter_max:.1%}"
+        )
     if result.skipped:
         table = Table("template", "strategy", "not asked because", title="not applicable")
         for skip in result.skipped:

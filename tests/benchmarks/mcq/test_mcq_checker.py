@@ -123,3 +123,49 @@ def test_checker_refuses_changed_bars(base_pool: BuildResult, aapl) -> None:
     moved = ref.model_copy(update={"end": ref.end.replace(month=6)})
     with pytest.raises(DataError, match="digest"):
         load_bars(moved)
+
+
+def _close_only(self, symbol, start=None, end=None, adjusted=True):
+    """The loader bug of record: adjust the close by the factor and leave open/high/low raw."""
+    rows = self.bars[self.bars["symbol"] == symbol]
+    rows = rows[(rows["date"] >= pd.Timestamp(start)) & (rows["date"] <= pd.Timestamp(end))]
+    out = rows.set_index("date")[["open", "high", "low", "close", "volume"]].copy()
+    if adjusted:
+        out["close"] = out["close"].to_numpy() * rows["adj_factor"].to_numpy()
+    out.index.name = "date"
+    return out
+
+
+def test_a_builder_loader_bug_makes_the_checker_disagree(cn_dataset_dir, monkeypatch) -> None:
+    """Moutai from a real dataset folder: the checker reads the folder with its own code, so
+    a builder that adjusts only the close is caught (digest, and the answers themselves)."""
+    import datetime as dt
+    import functools
+
+    from tradebench.benchmarks.mcq.bars import resolve
+    from tradebench.benchmarks.mcq.build.builder import BuildSpec, build
+    from tradebench.benchmarks.mcq.check.series import load_series
+    from tradebench.data.dataset import Dataset
+    from tradebench.errors import DataError
+
+    ref = DataRef(
+        kind="dataset",
+        path=str(cn_dataset_dir),
+        symbol="SH600519",
+        start=dt.date(2023, 1, 1),
+        end=dt.date(2024, 12, 31),
+    )
+    good = build(BuildSpec(data=resolve(ref)[0], seed=42), resolve(ref)[1])
+    assert check_records(good.records).ok
+    monkeypatch.setattr(Dataset, "symbol_bars", _close_only)
+    bad_ref, bad_bars = resolve(ref)
+    bad = build(BuildSpec(data=bad_ref, seed=42), bad_bars)
+    monkeypatch.undo()
+    try:
+        check_records(bad.records)
+    except DataError as exc:
+        assert "digest mismatch" in str(exc)
+    else:
+        raise AssertionError("the checker agreed with bars the dataset does not hold")
+    unverified = check_records(bad.records, loader=functools.partial(load_series, verify=False))
+    assert len(unverified.failures) >= len(bad.records) // 3, len(unverified.failures)

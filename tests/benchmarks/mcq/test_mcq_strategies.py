@@ -91,6 +91,31 @@ def test_paper_defaults_and_param_overrides_reach_the_records(make_ref, tmp_path
     assert checked.exit_code == 0, checked.output
 
 
+def test_defaults_paper_is_appendix_a_and_the_checker_agrees(make_ref, tmp_path) -> None:
+    """The paper's Appendix A parameters, written out here, reach every record of a
+    `--defaults paper` build; the independent checker agrees on all of them."""
+    appendix_a = {
+        "sma_cross": {"fast": 10, "slow": 30},
+        "rolling_mean": {"window": 90},
+        "ewma": {"fast": 5, "slow": 30},
+        "rsi": {"period": 12, "lower": 10, "upper": 90},
+        "macd_cross": {"fast": 12, "slow": 26, "signal": 9},
+    }
+    out = tmp_path / "paper.jsonl"
+    args = ["build", "--bars", make_ref().path, "--all-templates", "--defaults", "paper"]
+    result = runner.invoke(app, [*args, "--seed", "42", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    records = read_jsonl(out)
+    assert {r.strategy: r.config.strategy.params for r in records} == appendix_a
+    # RSI(12) stays inside 10..90 on AAPL 2020-2024: the strategy never trades, and its
+    # templates have no honest question (zero answers, no trade): 136 questions, not 160
+    assert len(records) == 136
+    assert "the strategy never traded" in result.output
+    checked = runner.invoke(app, ["check", str(out)])
+    assert checked.exit_code == 0, checked.output
+    assert "136/136 questions agree" in checked.output
+
+
 @pytest.mark.parametrize(
     ("items", "message"),
     [
