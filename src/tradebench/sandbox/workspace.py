@@ -151,10 +151,15 @@ class Workspace:
         return result
 
     def install(self, packages: Sequence[str]) -> SandboxResult:
-        """`pip install` the packages from the wheel directory into the workspace (one call)."""
+        """`pip install` the packages from the wheel directory into the workspace (one call).
+
+        Raises:
+            ValueError: An item is not a requirement (empty, an option, or with spaces).
+            BudgetExhausted: No call or no second of the budget is left.
+        """
         for name in packages:
             if not name or name.startswith("-") or any(c.isspace() for c in name):
-                raise ConfigError(f"not a package requirement: {name!r}")
+                raise ValueError(f"not a package requirement: {name!r}")
         return self.run(pip_program(packages))
 
     def saved(self) -> Path:
