@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+
+import numpy as np
 import pandas as pd
 
 from tradebench.benchmarks.mcq.build.builder import BuildResult
@@ -97,13 +100,61 @@ def test_checker_fails_on_a_wrong_letter(base_pool: BuildResult, aapl) -> None:
 
 
 def test_checker_fails_on_a_shifted_option(base_pool: BuildResult, aapl) -> None:
-    record = next(r for r in base_pool.records if r.template == "commission")
+    record = next(r for r in base_pool.records if r.template == "net_pnl")
     options = dict(record.options)
     value = float(options[record.answer].replace(",", ""))
     options[record.answer] = f"{value + 0.02:,.2f}"  # off by two cents
     bad = record.model_copy(update={"options": options})
     report = check_records([bad], loader=_loader(aapl[1]))
     assert not report.ok
+
+
+COMPOSITES = (
+    "buy_sell_signals",
+    "first_buy",
+    "trade_outcomes",
+    "commission",
+    "days_in_position",
+    "peak_portfolio_date",
+)
+
+
+def _nudge(kind: str, text: str) -> str:
+    """One part of an option moved by the smallest step its display shows."""
+    if kind == "date":
+        return str(np.datetime64(text) + 1)
+    if kind == "integer":
+        return f"{int(text.replace(',', '')) + 1:,}"
+    decimals = len(text.split(".")[1])
+    return f"{float(text.replace(',', '')) + 2 * 10**-decimals:,.{decimals}f}"
+
+
+def test_every_part_of_a_multi_part_answer_is_checked(base_pool: BuildResult, aapl) -> None:
+    """The six templates ask what the paper asks, all parts in one option; the checker
+    re-derives each part: moving any one part of the keyed option makes it disagree."""
+    records = [r for r in base_pool.records if r.template in COMPOSITES]
+    assert {r.template for r in records} == set(COMPOSITES)
+    assert all(r.answer_kind == "composite" for r in records)
+    assert check_records(records, loader=_loader(aapl[1])).ok
+    for record in records:
+        pattern = re.escape(record.params["form"])
+        for i in range(len(record.params["kinds"])):
+            pattern = pattern.replace(re.escape(f"{{{i}}}"), "(.+?)")
+        key = record.options[record.answer]
+        parts = list(re.fullmatch(pattern, key).groups())  # type: ignore[union-attr]
+        for i, kind in enumerate(record.params["kinds"]):
+            moved = [*parts[:i], _nudge(kind, parts[i]), *parts[i + 1 :]]
+            options = {**record.options, record.answer: record.params["form"].format(*moved)}
+            bad = record.model_copy(update={"options": options})
+            report = check_records([bad], loader=_loader(aapl[1]))
+            assert not report.ok, (record.template, i, options[record.answer])
+
+
+def test_max_drawdown_is_asked_in_money(base_pool: BuildResult) -> None:
+    """The paper asks the largest fall from a running peak in dollars, not in percent."""
+    for record in (r for r in base_pool.records if r.template == "max_drawdown"):
+        assert record.params == {"in": "money"} and "in money" in record.question
+        assert not any(t.endswith("%") for t in record.options.values())
 
 
 def test_checker_fails_when_config_changes(base_pool: BuildResult, aapl) -> None:

@@ -19,14 +19,17 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from tradebench.benchmarks.mcq.build.jitter import (
+    JITTER_HIGH,
+    JITTER_LOW,
+    MAX_DRAWS,
+    SMALL_INT,
+    display,
+    relative_distance,
+)
 from tradebench.benchmarks.mcq.build.templates.base import ACTION_LABELS, Answer, Instance
 
 LETTERS = ("A", "B", "C", "D")
-JITTER_LOW, JITTER_HIGH = 0.07, 0.33
-"""Band of a distractor's distance from the key, as a fraction of the key (the paper's)."""
-SMALL_INT = 7
-"""Below this a count has fewer than three integers within 7-33% of it."""
-MAX_DRAWS = 200
 
 
 @dataclass(frozen=True)
@@ -44,11 +47,12 @@ class Options:
 
 def format_value(answer: Answer, value: float | int | str) -> str:
     """Display text of one option value (thousands separators, fixed decimals, unit)."""
-    if answer.kind == "number":
-        return f"{float(value):,.{answer.decimals}f}{answer.unit}"
-    if answer.kind == "integer":
-        return f"{int(value):,}"
-    return str(value)
+    return display(answer.kind, value, answer.decimals, answer.unit)
+
+
+def _shown(answer: Answer, value: float | int) -> float:
+    """The value as its option text displays it."""
+    return float(format_value(answer, value).rstrip(answer.unit).replace(",", ""))
 
 
 def settle_decimals(instance: Instance) -> Instance:
@@ -72,11 +76,6 @@ def _granularity(value: int) -> int:
     while value % (step * 10) == 0 and step * 10 <= 10 ** max(0, len(str(value)) - 3):
         step *= 10
     return step
-
-
-def relative_distance(option: float, key: float) -> float:
-    """|option - key| / |key|: how far a distractor is from the key (key non-zero)."""
-    return abs(option - key) / abs(key)
 
 
 def _jittered(answer: Answer, rng: np.random.Generator) -> list[float | int] | None:
@@ -116,11 +115,6 @@ def _side_draws(answer: Answer, rng: np.random.Generator, below: int) -> list[fl
         if len(picked) == 3:
             return picked
     return None
-
-
-def _shown(answer: Answer, value: float | int) -> float:
-    """The value as its option text displays it."""
-    return float(format_value(answer, value).rstrip(answer.unit).replace(",", ""))
 
 
 def _small_int(value: int, rng: np.random.Generator) -> tuple[list[int], int]:
@@ -163,6 +157,16 @@ def _choice(answer: Answer, rng: np.random.Generator) -> Options:
     return Options(texts, texts.index(str(answer.value)))  # type: ignore[arg-type]
 
 
+def _composite(instance: Instance, rng: np.random.Generator) -> Options | str:
+    """Three of the template's alternative answers (real ones first, up to six)."""
+    pool = [c for c in instance.candidates if c != instance.answer.value][:6]
+    if len(pool) < 3:
+        return "fewer than three distinct alternative answers"
+    chosen = [pool[i] for i in sorted(rng.choice(len(pool), size=3, replace=False).tolist())]
+    texts = sorted([str(instance.answer.value), *chosen])
+    return Options(tuple(texts), texts.index(str(instance.answer.value)))  # type: ignore[arg-type]
+
+
 def make_options(instance: Instance, rng: np.random.Generator) -> Options | str:
     """Build the four options for an instance, or return why it cannot be asked honestly."""
     answer = instance.answer
@@ -170,4 +174,6 @@ def make_options(instance: Instance, rng: np.random.Generator) -> Options | str:
         return _numeric(answer, rng)
     if answer.kind == "date":
         return _dated(instance, rng)
+    if answer.kind == "composite":
+        return _composite(instance, rng)
     return _choice(answer, rng)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tradebench.benchmarks.mcq.build.options import SMALL_INT
+from tradebench.benchmarks.mcq.build.jitter import SMALL_INT
 from tradebench.benchmarks.mcq.records import MCQRecord
 
 
