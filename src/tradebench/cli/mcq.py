@@ -383,7 +383,13 @@ def report_cmd(
 def mine_cmd(
     out: Annotated[Path, typer.Option("--out", "-o", help="Database folder (DB_DIR).")],
     generator: Annotated[str, typer.Option(help="provider:model that writes questions.")],
-    solver: Annotated[str, typer.Option(help="provider:model that solves them.")],
+    solver: Annotated[
+        str, typer.Option(help="provider:model that solves them (stage 1, and stage 2 too).")
+    ],
+    solver_with_tools: Annotated[
+        str | None,
+        typer.Option(help="provider:model of stage 2 (with tools), if not the --solver."),
+    ] = None,
     base_url: Annotated[str | None, typer.Option(help="Endpoint root of both models.")] = None,
     solver_base_url: Annotated[
         str | None, typer.Option(help="Endpoint root of the solver, if it differs.")
@@ -442,6 +448,14 @@ def mine_cmd(
         ),
         solver=ModelConfig.parse(
             solver,
+            solver_base_url or base_url,
+            max_tokens=reply_max_tokens,
+            temperature=solver_temperature,
+        ),
+        solver_with_tools=None
+        if solver_with_tools is None
+        else ModelConfig.parse(
+            solver_with_tools,
             solver_base_url or base_url,
             max_tokens=reply_max_tokens,
             temperature=solver_temperature,
