@@ -13,6 +13,7 @@ from tradebench.benchmarks.mcq.build.templates import TEMPLATES
 from tradebench.benchmarks.mcq.check import check_records
 from tradebench.benchmarks.mcq.check.series import Bars
 from tradebench.benchmarks.mcq.config import DataRef, StrategySpec
+from tradebench.benchmarks.mcq.records import question_id
 
 
 def _loader(bars: pd.DataFrame):
@@ -104,9 +105,10 @@ def test_checker_fails_on_a_shifted_option(base_pool: BuildResult, aapl) -> None
     options = dict(record.options)
     value = float(options[record.answer].replace(",", ""))
     options[record.answer] = f"{value + 0.02:,.2f}"  # off by two cents
-    bad = record.model_copy(update={"options": options})
-    report = check_records([bad], loader=_loader(aapl[1]))
-    assert not report.ok
+    ident = question_id(record.question, options)  # the id matches: only the value is off
+    bad = record.model_copy(update={"options": options, "id": ident})
+    (verdict,) = check_records([bad], loader=_loader(aapl[1])).verdicts
+    assert not verdict.ok and "matching the re-derived value" in verdict.detail
 
 
 COMPOSITES = (
@@ -145,9 +147,11 @@ def test_every_part_of_a_multi_part_answer_is_checked(base_pool: BuildResult, aa
         for i, kind in enumerate(record.params["kinds"]):
             moved = [*parts[:i], _nudge(kind, parts[i]), *parts[i + 1 :]]
             options = {**record.options, record.answer: record.params["form"].format(*moved)}
-            bad = record.model_copy(update={"options": options})
-            report = check_records([bad], loader=_loader(aapl[1]))
-            assert not report.ok, (record.template, i, options[record.answer])
+            ident = question_id(record.question, options)  # a consistent record, wrong key
+            bad = record.model_copy(update={"options": options, "id": ident})
+            (verdict,) = check_records([bad], loader=_loader(aapl[1])).verdicts
+            assert not verdict.ok, (record.template, i, options[record.answer])
+            assert "matching the re-derived value" in verdict.detail
 
 
 def test_max_drawdown_is_asked_in_money(base_pool: BuildResult) -> None:
@@ -208,10 +212,9 @@ def test_a_builder_loader_bug_makes_the_checker_disagree(cn_dataset_dir, monkeyp
     )
     good = build(BuildSpec(data=resolve(ref)[0], seed=42), resolve(ref)[1])
     assert check_records(good.records).ok
-    monkeypatch.setattr(Dataset, "symbol_bars", _close_only)
-    bad_ref, bad_bars = resolve(ref)
+    monkeypatch.setattr(Dataset, "symbol_bars", _close_only)  # stays for the check too:
+    bad_ref, bad_bars = resolve(ref)  # a bug in shared code is there on both sides
     bad = build(BuildSpec(data=bad_ref, seed=42), bad_bars)
-    monkeypatch.undo()
     try:
         check_records(bad.records)
     except DataError as exc:
