@@ -87,6 +87,8 @@ def test_packages_install_offline_from_a_local_wheel_directory(tmp_path: Path) -
         assert after.ok and after.stdout.strip() == "42", after.stderr
         missing = ws.install(["requests-oauthlib"])  # not in the wheel directory: no index
         assert missing.exit_code != 0 and "No matching distribution" in missing.stderr
+        said = missing.stdout + missing.stderr
+        assert "/simple/" not in said and "Retrying" not in said  # no index was ever tried
         with pytest.raises(ValueError, match="not a package requirement"):
             ws.install(["--index-url=http://example.org"])
 
