@@ -126,6 +126,32 @@ def test_a_scripted_agent_command_answers_through_mcq_eval(
     assert not rows["parsed"].iloc[0] and "no answer letter" in rows["parse_error"].iloc[0]
 
 
+def test_an_agent_runs_unconfined_on_request_and_is_stopped_at_its_time_limit(
+    base_pool: BuildResult, tmp_path: Path
+) -> None:
+    """`--agent-unconfined`: the same command in a plain folder (a hosted agent needs its
+    network); `--question-time` stops an agent that runs on, which is then unparseable."""
+    record = next(r for r in base_pool.records if r.template == "first_close")
+    path = tmp_path / "q.jsonl"
+    write_jsonl([record], path)
+    command = f"{sys.executable} -c {shlex.quote(STAND_IN)} {{prompt_file}} {{workdir}}"
+    args = ["eval", str(path), "--mode", "agent", "--agent-command", command, "--no-report"]
+    result = CliRunner().invoke(app, [*args, "--agent-unconfined", "-o", str(tmp_path / "u")])
+    assert result.exit_code == 0, result.output
+    rows = pd.read_parquet(tmp_path / "u" / "results.parquet")
+    transcript = json.loads(rows["transcript"].iloc[0])
+    assert transcript["confined"] is False and "working in /tmp/tb-agent-" in transcript["stdout"]
+    assert list(rows["correct"]) == [True]
+
+    slow = f"{sys.executable} -c {shlex.quote('import time; time.sleep(60)')} {{prompt}}"
+    args = ["eval", str(path), "--mode", "agent", "--agent-command", slow, "--no-report"]
+    result = CliRunner().invoke(app, [*args, "--question-time", "3", "-o", str(tmp_path / "s")])
+    assert result.exit_code == 0, result.output
+    rows = pd.read_parquet(tmp_path / "s" / "results.parquet")
+    assert not rows["parsed"].iloc[0] and rows["parse_error"].iloc[0] == "timed out"
+    assert rows["latency_s"].iloc[0] < 20
+
+
 def test_agent_options_are_checked_before_anything_runs(tmp_path: Path) -> None:
     path = tmp_path / "q.jsonl"
     path.write_text("")
