@@ -145,3 +145,27 @@ def test_param_names_and_values_are_validated_everywhere() -> None:
     spec = StrategySpec(name="rsi", params={"period": 14, "lower": 30.0, "upper": 70})
     assert spec.params == {"period": 14, "lower": 30, "upper": 70}  # 30.0 and 30: one config
     assert parse_overrides(["rsi.lower=32.5"], ["rsi"]) == {"rsi": {"lower": 32.5}}
+
+
+def test_paper_rsi_never_trades_on_aapl_whatever_the_price_basis(aapl) -> None:
+    """Why the paper's parameters give 136 questions, not 160: backtrader's RSI(12) stays
+    inside 10..90 over AAPL 2020-2024, so the RSI strategy never trades. A different price
+    basis does not change that: a dividend-like back-adjustment (the history before each
+    quarter scaled by a further 0.4%) moves the minimum by well under a point."""
+    _, bars = aapl
+    config = _paper(aapl, "rsi")
+    log = run_backtest(bars, config)
+    rsi = log.snapshots["rsi"]
+    assert log.fills.empty and log.refusals.empty
+    assert 24.5 < rsi.min() < 24.6 and rsi.idxmin() == pd.Timestamp("2021-02-25")
+    assert 84.2 < rsi.max() < 84.4
+    factor = np.ones(len(bars))
+    starts = [i for i in range(1, len(bars)) if bars.index[i].quarter != bars.index[i - 1].quarter]
+    for i in starts:
+        factor[:i] *= 0.996
+    other = bars.copy()
+    for column in ("open", "high", "low", "close"):
+        other[column] = bars[column].to_numpy() * factor
+    moved = run_backtest(other, config)
+    assert moved.fills.empty
+    assert abs(moved.snapshots["rsi"].min() - rsi.min()) < 1.0
