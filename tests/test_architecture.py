@@ -42,23 +42,19 @@ def test_no_loops_between_packages(graph) -> None:
 def test_imports_inside_functions_are_only_lazy_entry_points(graph) -> None:
     """The CLI imports each command's library on use (fast start-up), the provider
     registry imports an SDK adapter on use, the factor zoo imports its PyTorch networks
-    (which need the optional torch) on use, and the MCQ checker's bar reader imports the
-    builder's pandas loader only for the sources it leaves to it; nothing else defers an
-    import."""
+    (which need the optional torch) on use; nothing else defers an import."""
     _, _, _, inner, _ = graph
     deferred = {m for m, targets in inner.items() if targets}
     allowed = {m for m in deferred if m == "tradebench.cli" or m.startswith("tradebench.cli.")}
     assert deferred - allowed == {
         "tradebench.llm.base",
         "tradebench.agents.factor.torch_fit",
-        "tradebench.benchmarks.mcq.check.series",
     }
     assert inner["tradebench.llm.base"] == {
         "tradebench.llm.openai_provider",
         "tradebench.llm.anthropic_provider",
     }
     assert inner["tradebench.agents.factor.torch_fit"] == {"tradebench.agents.factor.nets"}
-    assert inner["tradebench.benchmarks.mcq.check.series"] == {"tradebench.benchmarks.mcq.bars"}
 
 
 def test_only_the_cli_imports_typer(graph) -> None:

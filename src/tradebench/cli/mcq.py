@@ -173,6 +173,11 @@ def _render_build(result: BuildResult, out: Path) -> None:
             f"{st.nearest_median:.1%}, p90 {st.nearest_p90:.1%}; the answer's rank among the "
             f"option values: {ranks}"
         )
+    if st.jitter_n:
+        console.print(
+            f"distractor distance from the key (paper's rule 7-33%, n={st.jitter_n}): mean "
+            f"{st.jitter_mean:.1%}, min {st.jitter_min:.1%}, max {st.jitter_max:.1%}"
+        )
     if result.skipped:
         table = Table("template", "strategy", "not asked because", title="not applicable")
         for skip in result.skipped:
@@ -232,12 +237,13 @@ def eval_cmd(
     path: Annotated[Path, typer.Argument(help="JSONL question file (from `mcq build`).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Results folder.")],
     model: Annotated[
-        list[str], typer.Option("--model", help="provider:model; repeat for several models.")
-    ],
+        list[str] | None,
+        typer.Option("--model", help="provider:model; repeat for several models."),
+    ] = None,
     base_url: Annotated[
         str | None, typer.Option(help="Endpoint root (OpenAI style includes /v1).")
     ] = None,
-    mode: Annotated[str, typer.Option(help="no_tools or with_tools.")] = "no_tools",
+    mode: Annotated[str, typer.Option(help="no_tools, with_tools or agent.")] = "no_tools",
     runs: Annotated[int, typer.Option(min=1, help="Samples per question (sample_index).")] = 1,
     concurrency: Annotated[int, typer.Option(min=1, help="Questions solved at once.")] = 4,
     reply_max_tokens: Annotated[
@@ -252,11 +258,32 @@ def eval_cmd(
         typer.Option(help="no_tools: 'letter' (one letter only) or 'reasoning' (think first)."),
     ] = "letter",
     max_tool_calls: Annotated[
-        int, typer.Option(min=0, help="with_tools: run_python calls per question.")
-    ] = 8,
+        int, typer.Option(min=0, help="with_tools: tool calls per question.")
+    ] = 40,
     sandbox_timeout: Annotated[
-        float, typer.Option(help="with_tools: seconds per run_python call.")
-    ] = 30.0,
+        float, typer.Option(help="with_tools: seconds per tool call.")
+    ] = 120.0,
+    question_time: Annotated[
+        float,
+        typer.Option(
+            min=1, help="with_tools: sandbox seconds per question; agent: its time limit."
+        ),
+    ] = 600.0,
+    wheels: Annotated[
+        Path | None,
+        typer.Option(help="Local wheel directory: packages installable offline (pip_install)."),
+    ] = None,
+    agent: Annotated[
+        str | None,
+        typer.Option(help="agent mode: a preset (claude-code, codex, cursor, copilot)."),
+    ] = None,
+    agent_command: Annotated[
+        str | None,
+        typer.Option(help="agent mode: a command line with {prompt}, {prompt_file} or {workdir}."),
+    ] = None,
+    agent_unconfined: Annotated[
+        bool, typer.Option(help="agent mode: run outside the sandbox (with the network).")
+    ] = False,
     allow_weak_sandbox: AllowWeakSandbox = False,
     limit: Annotated[int | None, typer.Option(min=1, help="Only the first N questions.")] = None,
     cache_mode: Annotated[str, typer.Option(help="readwrite, replay or off.")] = "readwrite",
@@ -274,21 +301,35 @@ def eval_cmd(
     OUT/budget.json); rerun the same command with a higher cap to continue.
 
     Example: tradebench mcq eval mcq.jsonl --model openai:gpt-4.1-mini --mode with_tools
-    --runs 3 -o runs/mcq-eval
+    --runs 3 -o runs/mcq-eval; an external agent: tradebench mcq eval mcq.jsonl --mode agent
+    --agent claude-code --agent-unconfined -o runs/mcq-claude
     """
+    import shlex
+
     from tradebench.benchmarks.mcq.eval.run import EvalSpec, default_temperature, run_eval
 
-    if mode not in ("no_tools", "with_tools"):
-        raise ConfigError("--mode must be no_tools or with_tools")
+    if mode not in ("no_tools", "with_tools", "agent"):
+        raise ConfigError("--mode must be no_tools, with_tools or agent")
     if no_tools_prompt not in ("letter", "reasoning"):
         raise ConfigError("--no-tools-prompt must be letter or reasoning")
     if cache_mode not in ("readwrite", "replay", "off"):
         raise ConfigError("--cache-mode must be readwrite, replay or off")
+    if mode == "agent" and model:
+        raise ConfigError("--mode agent evaluates the agent command; give no --model")
+    if wheels is not None and not wheels.is_dir():
+        raise ConfigError(f"--wheels {wheels}: no such directory")
     spec = EvalSpec(
-        models=_model_configs(
-            model, base_url, reply_max_tokens, default_temperature(runs, temperature)
+        models=()
+        if mode == "agent"
+        else _model_configs(
+            model or [], base_url, reply_max_tokens, default_temperature(runs, temperature)
         ),
         mode=mode,  # type: ignore[arg-type]
+        question_seconds=question_time,
+        wheels=None if wheels is None else str(wheels.resolve()),
+        agent=agent,
+        agent_command=tuple(shlex.split(agent_command)) if agent_command else (),
+        agent_unconfined=agent_unconfined,
         no_tools_prompt=no_tools_prompt,  # type: ignore[arg-type]
         runs=runs,
         concurrency=concurrency,
@@ -348,7 +389,13 @@ def report_cmd(
 def mine_cmd(
     out: Annotated[Path, typer.Option("--out", "-o", help="Database folder (DB_DIR).")],
     generator: Annotated[str, typer.Option(help="provider:model that writes questions.")],
-    solver: Annotated[str, typer.Option(help="provider:model that solves them.")],
+    solver: Annotated[
+        str, typer.Option(help="provider:model that solves them (stage 1, and stage 2 too).")
+    ],
+    solver_with_tools: Annotated[
+        str | None,
+        typer.Option(help="provider:model of stage 2 (with tools), if not the --solver."),
+    ] = None,
     base_url: Annotated[str | None, typer.Option(help="Endpoint root of both models.")] = None,
     solver_base_url: Annotated[
         str | None, typer.Option(help="Endpoint root of the solver, if it differs.")
@@ -407,6 +454,14 @@ def mine_cmd(
         ),
         solver=ModelConfig.parse(
             solver,
+            solver_base_url or base_url,
+            max_tokens=reply_max_tokens,
+            temperature=solver_temperature,
+        ),
+        solver_with_tools=None
+        if solver_with_tools is None
+        else ModelConfig.parse(
+            solver_with_tools,
             solver_base_url or base_url,
             max_tokens=reply_max_tokens,
             temperature=solver_temperature,

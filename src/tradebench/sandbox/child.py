@@ -21,6 +21,13 @@ uses the standard library only. Its steps, in order:
    so the program cannot change what is reported; then it execs the interpreter on main.py.
 
 This process waits for the child and exits with its status (a signal is re-raised).
+
+With a persistent workspace (`cfg["workspace"]`, a host folder only this start-up touches):
+as root the start-up first gives the folder to the sandbox's uid; PID 1 copies it into the
+fresh tmpfs before confining itself; after PID 1 is gone (and with it every process of its
+namespace, so nothing can change the tmpfs any more) the start-up, still in the mount
+namespace that holds the tmpfs, copies the tmpfs back over the folder: plain files and
+folders only, never following a link, then reports what it saved on REPORT_FD.
 """
 
 from __future__ import annotations
@@ -298,6 +305,89 @@ def _write_files(workdir: str, files: dict[str, str]) -> None:
             fh.write(base64.b64decode(encoded))
 
 
+# --------------------------------------------------------------------------- workspace
+def _own_tree(root: str, uid: int) -> None:
+    """As root, before the uid change: make `root` and everything beneath it the uid's."""
+    os.lchown(root, uid, uid)
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            os.lchown(os.path.join(folder, name), uid, uid)
+
+
+def _copy_tree(source: str, target: str) -> tuple[int, list[str]]:
+    """Copy plain files and folders from `source` into `target` (links, devices, pipes and
+    sockets are skipped and named); never follows a link. Returns (files copied, skipped)."""
+    copied, skipped = 0, []
+    with os.scandir(source) as entries:
+        for entry in sorted(entries, key=lambda e: e.name):
+            src, dst = os.path.join(source, entry.name), os.path.join(target, entry.name)
+            if entry.is_dir(follow_symlinks=False):
+                os.mkdir(dst, 0o700)
+                more, also = _copy_tree(src, dst)
+                copied, skipped = copied + more, skipped + also
+            elif entry.is_file(follow_symlinks=False) and _copy_file(src, dst):
+                copied += 1
+            else:
+                skipped.append(entry.name)
+    return copied, skipped
+
+
+def _copy_file(src: str, dst: str) -> bool:
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(src, flags)
+    except OSError:
+        return False
+    try:
+        mode = os.fstat(fd).st_mode
+        if (mode & 0o170000) != 0o100000:
+            return False
+        out = os.open(
+            dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600 | (mode & 0o100)
+        )
+        try:
+            while chunk := os.read(fd, 1 << 20):
+                os.write(out, chunk)
+        finally:
+            os.close(out)
+        return True
+    finally:
+        os.close(fd)
+
+
+def _save_workspace(workdir: str, root: str) -> dict:
+    """Make the tmpfs's content the workspace's: copied to `root/next`, then swapped in for
+    `root/files` by two renames, so a start-up killed mid-copy leaves the old content."""
+    staging, files, old = (os.path.join(root, n) for n in ("next", "files", "old"))
+    for leftover in (staging, old):
+        if os.path.lexists(leftover):
+            _remove_tree(leftover)
+    os.mkdir(staging, 0o700)
+    copied, skipped = _copy_tree(workdir, staging)
+    if os.path.lexists(files):
+        os.rename(files, old)
+    os.rename(staging, files)
+    if os.path.lexists(old):
+        _remove_tree(old)
+    return {"saved": copied, "skipped": skipped[:20]}
+
+
+def _remove_tree(path: str) -> None:
+    if os.path.islink(path) or not os.path.isdir(path):
+        os.unlink(path)
+        return
+    for folder, dirs, files in os.walk(path, topdown=False):
+        for name in files:
+            os.unlink(os.path.join(folder, name))
+        for name in dirs:
+            full = os.path.join(folder, name)
+            if os.path.islink(full):
+                os.unlink(full)
+            else:
+                os.rmdir(full)
+    os.rmdir(path)
+
+
 def _report(fd: int, record: dict) -> None:
     os.write(fd, (json.dumps(record) + "\n").encode())
 
@@ -310,6 +400,9 @@ def _confine_and_exec(cfg: dict, report_fd: int, layers: list[str]) -> None:
     if _disk(workdir, cfg["limits"]["disk_bytes"], cfg["limits"]["max_files"]):
         layers.append(f"disk-cap(tmpfs {cfg['limits']['disk_bytes']} bytes)")
     os.chdir(workdir)
+    saved = os.path.join(cfg.get("workspace") or "", "files")
+    if cfg.get("workspace") and os.path.isdir(saved):
+        _copy_tree(saved, workdir)
     _write_files(workdir, cfg["files"])
     layers += _landlock(workdir, cfg["read_roots"], cfg["read_files"])
     _limits(cfg)
@@ -324,7 +417,7 @@ def _confine_and_exec(cfg: dict, report_fd: int, layers: list[str]) -> None:
         os._exit(97)
     os.close(report_fd)
     exe = cfg["executable"]
-    os.execve(exe, [exe, "-I", "main.py"], cfg["env"])
+    os.execve(exe, [exe, *cfg.get("python_flags", ["-I"]), "main.py"], cfg["env"])
 
 
 def _exit_like(status: int) -> None:
@@ -346,6 +439,8 @@ def main(config_fd: int, report_fd: int) -> None:
         layers: list[str] = []
         cfg["dedicated_uid"] = os.geteuid() == 0
         if cfg["dedicated_uid"]:
+            if cfg.get("workspace"):
+                _own_tree(cfg["workspace"], cfg["uid"])
             layers += _drop_root(cfg["uid"], cfg["workdir"], cfg["read_roots"])
         # die with the harness; set after the uid change, which clears it
         _libc().prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
@@ -363,8 +458,15 @@ def main(config_fd: int, report_fd: int) -> None:
             _report(report_fd, {"error": f"{type(exc).__name__}: {exc}"})
         os._exit(98)
     _report(report_fd, {"pid": pid})
-    os.close(report_fd)
+    if not cfg.get("workspace"):
+        os.close(report_fd)
     _, status = os.waitpid(pid, 0)
+    if cfg.get("workspace"):
+        try:
+            _report(report_fd, _save_workspace(cfg["workdir"], cfg["workspace"]))
+        except OSError as exc:
+            _report(report_fd, {"save_error": f"{type(exc).__name__}: {exc}"})
+        os.close(report_fd)
     _exit_like(status)
 
 

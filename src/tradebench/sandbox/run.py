@@ -56,6 +56,8 @@ _READ_FILES = (
     "/etc/hosts",
     "/etc/mime.types",
 )
+_DISTRO_FILES = ("/etc/os-release", "/etc/debian_version", "/etc/lsb-release")
+"""Read by pip (its user agent names the distribution) in a workspace."""
 _GRACE_S = 1.0
 _SYS_LANDLOCK_CREATE = 444
 
@@ -83,6 +85,24 @@ class SandboxLimits:
 
 
 @dataclass(frozen=True)
+class WorkspaceSpec:
+    """A persistent workspace for a run (`sandbox.workspace.Workspace` makes one).
+
+    `root` is a host folder the program never sees: its `files` subfolder is copied into the
+    fresh tmpfs before the program starts and replaced by the tmpfs's content after it ends.
+    """
+
+    root: str
+    read_dirs: tuple[str, ...] = ()
+    """Extra host folders the program may read (a wheel directory, an agent's program)."""
+    python_flags: tuple[str, ...] = ("-E",)
+    """Interpreter flags: the script's folder and the user site (HOME/.local, where pip
+    installs) are on sys.path, so files and packages from earlier calls import."""
+    env: tuple[tuple[str, str], ...] = ()
+    """Variables added to the program's environment (e.g. pip's offline settings)."""
+
+
+@dataclass(frozen=True)
 class SandboxResult:
     """What happened: exit code (negative = killed by that signal), output, timing, layers."""
 
@@ -97,6 +117,9 @@ class SandboxResult:
     """stdout or stderr went past `output_bytes`; the rest was dropped."""
     missing: tuple[str, ...] = ()
     """Required layers that did not take effect (only with `allow_weak`)."""
+    saved_files: int | None = None
+    """With a workspace: files saved back after the run (None: nothing saved, e.g. a
+    timeout, and the workspace keeps its earlier content)."""
 
     @property
     def ok(self) -> bool:
@@ -163,6 +186,7 @@ def _config(
     env: Mapping[str, str] | None,
     workdir: str,
     weak: bool,
+    workspace: WorkspaceSpec | None = None,
 ) -> bytes:
     payload = {name: base64.b64encode(data).decode() for name, data in files.items()}
     payload["main.py"] = base64.b64encode(code.encode("utf-8")).decode()
@@ -188,7 +212,24 @@ def _config(
         "required": _required(limits),
         "allow_weak": weak,
     }
+    if workspace is not None:
+        cfg.update(_workspace_config(workspace, workdir, env))
     return json.dumps(cfg).encode()
+
+
+def _workspace_config(
+    workspace: WorkspaceSpec, workdir: str, env: Mapping[str, str] | None
+) -> dict:
+    """The configuration keys a persistent workspace adds (see `WorkspaceSpec`)."""
+    extra = {**dict(workspace.env), **(env or {})}
+    read = sorted({os.path.realpath(p) for p in workspace.read_dirs if os.path.isdir(p)})
+    return {
+        "workspace": os.path.realpath(workspace.root),
+        "read_files": [*_READ_FILES, *_DISTRO_FILES],
+        "python_flags": list(workspace.python_flags),
+        "read_roots": sorted({*_read_roots(), *read}),
+        "env": _environment(workdir, extra),
+    }
 
 
 def _check_names(files: Mapping[str, bytes]) -> None:
@@ -319,10 +360,14 @@ def run_python(
     files: Mapping[str, bytes] | None = None,
     limits: SandboxLimits | None = None,
     env: Mapping[str, str] | None = None,
+    *,
+    workspace: WorkspaceSpec | None = None,
 ) -> SandboxResult:
     """Run `code` as main.py in a fresh working directory holding `files`, confined.
 
-    The parent never raises for the program's own failures (they are in the result).
+    With `workspace`, the directory starts with the workspace's saved files and what the
+    program leaves there is saved back when it ends. The parent never raises for the
+    program's own failures (they are in the result).
 
     Raises:
         SandboxUnavailable: A required layer is missing and weak runs were not allowed,
@@ -357,7 +402,7 @@ def run_python(
         cfg_r = rep_w = -1
         with contextlib.suppress(BrokenPipeError), os.fdopen(cfg_w, "wb") as fh:
             cfg_w = -1
-            fh.write(_config(code, files, limits, env, workdir, weak))
+            fh.write(_config(code, files, limits, env, workdir, weak, workspace))
         streams, timed_out, start = _pump(proc, rep_r, limits)
         records = _records(bytes(streams.report))
         _wait(proc, records.get("pid"))
@@ -380,6 +425,7 @@ def run_python(
         enforced=enforced if "enforced" in records else (),
         output_truncated=streams.truncated,
         missing=tuple(records.get("missing", ())),
+        saved_files=records.get("saved"),
     )
 
 

@@ -11,6 +11,7 @@ from tradebench.benchmarks.mcq.build.backtest import run_backtest
 from tradebench.benchmarks.mcq.build.builder import BuildSpec, strategy_config
 from tradebench.benchmarks.mcq.build.templates import TEMPLATES
 from tradebench.benchmarks.mcq.check.check import DERIVERS
+from tradebench.benchmarks.mcq.check.derive_composite import COMPOSITE
 from tradebench.benchmarks.mcq.check.series import Bars
 from tradebench.benchmarks.mcq.check.simulate import simulate
 from tradebench.benchmarks.mcq.config import STRATEGY_NAMES
@@ -29,7 +30,7 @@ def test_builder_and_checker_match_backtrader_analyzers(aapl, strategy: str) -> 
     sim = simulate(config, Bars.from_frame(bars))
     dd, rets, ta = (log.analyzers[k] for k in ("drawdown", "returns", "trades"))
     expected = {
-        "max_drawdown": dd["max"]["drawdown"],
+        "max_drawdown": dd["max"]["moneydown"],  # the paper asks it in money
         "roi_percentage": math.expm1(rets["rtot"]) * 100,
         "annualized_return": rets["rnorm100"],
         "calmar_ratio": rets["rnorm"] / (dd["max"]["drawdown"] / 100),
@@ -39,13 +40,19 @@ def test_builder_and_checker_match_backtrader_analyzers(aapl, strategy: str) -> 
         won, lost = ta["won"]["total"], ta["lost"]["total"]
         expected["win_rate"] = 100 * won / closed
         expected["avg_holding_period"] = ta["len"]["average"]
-        expected["trade_outcomes"] = won
+        outcome = TEMPLATES["trade_outcomes"].make(log, np.random.default_rng(0))
+        assert outcome.answer.value == f"{won} profitable and {lost} losing"
+        assert COMPOSITE["trade_outcomes"](sim, {}) == (won, lost)
         if won and lost:
             expected["profit_factor"] = ta["won"]["pnl"]["total"] / -ta["lost"]["pnl"]["total"]
         assert sum(t.net for t in sim.trips) == pytest.approx(ta["pnl"]["net"]["total"])
     for name, value in expected.items():
+        params = {"in": "money"} if name == "max_drawdown" else {}
         assert _answer(name, log) == pytest.approx(value, rel=1e-9, abs=1e-9), name
-        assert float(DERIVERS[name](sim, {})) == pytest.approx(value, rel=1e-9, abs=1e-9), name
+        derived = float(DERIVERS[name](sim, params))
+        assert derived == pytest.approx(value, rel=1e-9, abs=1e-9), name
+    # records built before max_drawdown was asked in money still check in percent
+    assert DERIVERS["max_drawdown"](sim, {}) == pytest.approx(dd["max"]["drawdown"], rel=1e-9)
 
 
 def test_simulator_reproduces_margin_refusals(make_ref) -> None:

@@ -32,15 +32,38 @@ def test_options_are_honest(base_pool: BuildResult) -> None:
         if r.answer_kind in ("number", "integer"):
             answer = _value(r.options[r.answer])
             assert answer != 0, r.template
-            values = [_value(t) for t in texts]
-            if abs(answer) >= 30:  # small counts use +-1 steps instead of ratios
-                assert max(abs(v) for v in values) / min(abs(v) for v in values) < 1.6
+            others = [_value(t) for k, t in r.options.items() if k != r.answer]
+            if r.answer_kind == "number" or answer >= 7:  # smaller counts: steps of 1
+                # the paper's rule: 7-33% from the key, read off the option texts
+                assert all(0.07 <= abs(o - answer) / abs(answer) <= 0.33 for o in others)
+            else:  # four consecutive counts
+                low = int(min(answer, *others))
+                assert sorted([answer, *others]) == list(range(low, low + 4))
     stats = distractor_stats(base_pool.records)
-    assert 0.07 < stats.nearest_median < 0.13
     n = len(base_pool.records)
     assert set(stats.letters.values()) <= {n // 4, -(-n // 4)}  # balanced letters
     # the key's rank among the option values is spread too: no "pick the middle" rule
     assert min(stats.value_ranks.values()) >= stats.numeric // 6
+
+
+def test_distractor_distances_follow_the_papers_distribution(base_pool: BuildResult) -> None:
+    """Uniform on [7%, 33%] from the key: mean 20%, a quarter of the mass per 6.5 points."""
+    distances = []
+    for r in base_pool.records:
+        if r.answer_kind not in ("number", "integer"):
+            continue
+        answer = _value(r.options[r.answer])
+        if r.answer_kind == "number" or answer >= 7:
+            distances += [
+                abs(_value(t) - answer) / abs(answer) for k, t in r.options.items() if k != r.answer
+            ]
+    d = np.array(distances)
+    assert len(d) >= 300
+    assert 0.185 <= d.mean() <= 0.215, d.mean()
+    quarters = np.histogram(d, bins=[0.07, 0.135, 0.20, 0.265, 0.33])[0] / len(d)
+    assert np.all(np.abs(quarters - 0.25) < 0.06), quarters
+    stats = distractor_stats(base_pool.records)
+    assert stats.jitter_n == len(d) and abs(stats.jitter_mean - d.mean()) < 1e-12
 
 
 def test_no_question_prints_its_answer(base_pool: BuildResult) -> None:
@@ -88,6 +111,19 @@ def test_sample_and_curated_modes(aapl) -> None:
     per_strategy = np.unique([r.strategy for r in curated.records], return_counts=True)[1]
     assert per_strategy.min() >= 4
     assert check_records(hard.records + curated.records, loader=lambda _: Bars.from_frame(bars)).ok
+
+
+def test_sampled_all_tiers_split_evenly_with_balanced_letters(aapl) -> None:
+    """`--num-questions N --difficulty all`: tiers as even as N allows (paper's Appendix I)."""
+    ref, bars = aapl
+    for n, want in ((30, (10, 10, 10)), (31, (11, 10, 10)), (8, (3, 3, 2))):
+        spec = BuildSpec(data=ref, mode="sample", num_questions=n, difficulty="all", seed=7)
+        records = build(spec, bars).records
+        got = tuple(sum(1 for r in records if r.tier == t) for t in ("easy", "medium", "hard"))
+        assert got == want, (n, got)
+        letters = [sum(1 for r in records if r.answer == k) for k in "ABCD"]
+        assert set(letters) <= {n // 4, -(-n // 4)}, letters
+        assert len({r.id for r in records}) == n
 
 
 def test_same_seed_same_bytes_different_seed_different(aapl, base_pool: BuildResult) -> None:

@@ -3,7 +3,10 @@
 The pinned digest was taken from the JSONL that `tradebench mcq build --all-templates --seed
 42` wrote (AAPL 2020-01-01..2024-01-01 on the shared US file) before the builder's feed and
 the bars reader were made faster; the path of the bars file is replaced by `BARS` so the pin
-does not depend on where the data lives. The reader's oracle is pandas' filtered full read.
+does not depend on where the data lives; it was taken again when the distractors moved to
+the paper's 7-33% rule and seven templates to the paper's multi-part and money answers
+(intended changes of the questions, not of the build's speed work). The
+reader's oracle is pandas' filtered full read.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from tradebench.benchmarks.mcq.bars import bars_digest, read_long_parquet, valid
 from tradebench.benchmarks.mcq.records import write_jsonl
 from tradebench.errors import DataError
 
-BASE_POOL_SHA256 = "eb83956873491eea0f75960a68f56259718e7a1002e0e554ffaadc798e69ce48"
+BASE_POOL_SHA256 = "f36d5c53012980b2fb3e8cd0566d17ba7fc953ea4cb09688ab4620ed65632755"
 AAPL_BARS_SHA256 = "0415f89bf1a7549791c49fe264ea3064f331deab44fd9692042163eb789be3ff"
 
 

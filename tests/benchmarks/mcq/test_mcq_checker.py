@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+
+import numpy as np
 import pandas as pd
 
 from tradebench.benchmarks.mcq.build.builder import BuildResult
@@ -10,6 +13,7 @@ from tradebench.benchmarks.mcq.build.templates import TEMPLATES
 from tradebench.benchmarks.mcq.check import check_records
 from tradebench.benchmarks.mcq.check.series import Bars
 from tradebench.benchmarks.mcq.config import DataRef, StrategySpec
+from tradebench.benchmarks.mcq.records import question_id
 
 
 def _loader(bars: pd.DataFrame):
@@ -97,13 +101,64 @@ def test_checker_fails_on_a_wrong_letter(base_pool: BuildResult, aapl) -> None:
 
 
 def test_checker_fails_on_a_shifted_option(base_pool: BuildResult, aapl) -> None:
-    record = next(r for r in base_pool.records if r.template == "commission")
+    record = next(r for r in base_pool.records if r.template == "net_pnl")
     options = dict(record.options)
     value = float(options[record.answer].replace(",", ""))
     options[record.answer] = f"{value + 0.02:,.2f}"  # off by two cents
-    bad = record.model_copy(update={"options": options})
-    report = check_records([bad], loader=_loader(aapl[1]))
-    assert not report.ok
+    ident = question_id(record.question, options)  # the id matches: only the value is off
+    bad = record.model_copy(update={"options": options, "id": ident})
+    (verdict,) = check_records([bad], loader=_loader(aapl[1])).verdicts
+    assert not verdict.ok and "matching the re-derived value" in verdict.detail
+
+
+COMPOSITES = (
+    "buy_sell_signals",
+    "first_buy",
+    "trade_outcomes",
+    "commission",
+    "days_in_position",
+    "peak_portfolio_date",
+)
+
+
+def _nudge(kind: str, text: str) -> str:
+    """One part of an option moved by the smallest step its display shows."""
+    if kind == "date":
+        return str(np.datetime64(text) + 1)
+    if kind == "integer":
+        return f"{int(text.replace(',', '')) + 1:,}"
+    decimals = len(text.split(".")[1])
+    return f"{float(text.replace(',', '')) + 2 * 10**-decimals:,.{decimals}f}"
+
+
+def test_every_part_of_a_multi_part_answer_is_checked(base_pool: BuildResult, aapl) -> None:
+    """The six templates ask what the paper asks, all parts in one option; the checker
+    re-derives each part: moving any one part of the keyed option makes it disagree."""
+    records = [r for r in base_pool.records if r.template in COMPOSITES]
+    assert {r.template for r in records} == set(COMPOSITES)
+    assert all(r.answer_kind == "composite" for r in records)
+    assert check_records(records, loader=_loader(aapl[1])).ok
+    for record in records:
+        pattern = re.escape(record.params["form"])
+        for i in range(len(record.params["kinds"])):
+            pattern = pattern.replace(re.escape(f"{{{i}}}"), "(.+?)")
+        key = record.options[record.answer]
+        parts = list(re.fullmatch(pattern, key).groups())  # type: ignore[union-attr]
+        for i, kind in enumerate(record.params["kinds"]):
+            moved = [*parts[:i], _nudge(kind, parts[i]), *parts[i + 1 :]]
+            options = {**record.options, record.answer: record.params["form"].format(*moved)}
+            ident = question_id(record.question, options)  # a consistent record, wrong key
+            bad = record.model_copy(update={"options": options, "id": ident})
+            (verdict,) = check_records([bad], loader=_loader(aapl[1])).verdicts
+            assert not verdict.ok, (record.template, i, options[record.answer])
+            assert "matching the re-derived value" in verdict.detail
+
+
+def test_max_drawdown_is_asked_in_money(base_pool: BuildResult) -> None:
+    """The paper asks the largest fall from a running peak in dollars, not in percent."""
+    for record in (r for r in base_pool.records if r.template == "max_drawdown"):
+        assert record.params == {"in": "money"} and "in money" in record.question
+        assert not any(t.endswith("%") for t in record.options.values())
 
 
 def test_checker_fails_when_config_changes(base_pool: BuildResult, aapl) -> None:
@@ -123,3 +178,48 @@ def test_checker_refuses_changed_bars(base_pool: BuildResult, aapl) -> None:
     moved = ref.model_copy(update={"end": ref.end.replace(month=6)})
     with pytest.raises(DataError, match="digest"):
         load_bars(moved)
+
+
+def _close_only(self, symbol, start=None, end=None, adjusted=True):
+    """The loader bug of record: adjust the close by the factor and leave open/high/low raw."""
+    rows = self.bars[self.bars["symbol"] == symbol]
+    rows = rows[(rows["date"] >= pd.Timestamp(start)) & (rows["date"] <= pd.Timestamp(end))]
+    out = rows.set_index("date")[["open", "high", "low", "close", "volume"]].copy()
+    if adjusted:
+        out["close"] = out["close"].to_numpy() * rows["adj_factor"].to_numpy()
+    out.index.name = "date"
+    return out
+
+
+def test_a_builder_loader_bug_makes_the_checker_disagree(cn_dataset_dir, monkeypatch) -> None:
+    """Moutai from a real dataset folder: the checker reads the folder with its own code, so
+    a builder that adjusts only the close is caught (digest, and the answers themselves)."""
+    import datetime as dt
+    import functools
+
+    from tradebench.benchmarks.mcq.bars import resolve
+    from tradebench.benchmarks.mcq.build.builder import BuildSpec, build
+    from tradebench.benchmarks.mcq.check.series import load_series
+    from tradebench.data.dataset import Dataset
+    from tradebench.errors import DataError
+
+    ref = DataRef(
+        kind="dataset",
+        path=str(cn_dataset_dir),
+        symbol="SH600519",
+        start=dt.date(2023, 1, 1),
+        end=dt.date(2024, 12, 31),
+    )
+    good = build(BuildSpec(data=resolve(ref)[0], seed=42), resolve(ref)[1])
+    assert check_records(good.records).ok
+    monkeypatch.setattr(Dataset, "symbol_bars", _close_only)  # stays for the check too:
+    bad_ref, bad_bars = resolve(ref)  # a bug in shared code is there on both sides
+    bad = build(BuildSpec(data=bad_ref, seed=42), bad_bars)
+    try:
+        check_records(bad.records)
+    except DataError as exc:
+        assert "digest mismatch" in str(exc)
+    else:
+        raise AssertionError("the checker agreed with bars the dataset does not hold")
+    unverified = check_records(bad.records, loader=functools.partial(load_series, verify=False))
+    assert len(unverified.failures) >= len(bad.records) // 3, len(unverified.failures)

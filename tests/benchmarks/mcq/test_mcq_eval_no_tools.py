@@ -232,4 +232,4 @@ def test_bad_mode_is_a_clean_error(questions, tmp_path):
     args = ["eval", str(path), "--model", "openai:m", "--mode", "tools", "-o", str(tmp_path)]
     result = runner.invoke(app, args)
     assert result.exit_code == 1
-    assert "no_tools or with_tools" in result.output
+    assert "no_tools, with_tools or agent" in result.output

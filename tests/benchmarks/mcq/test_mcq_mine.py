@@ -198,3 +198,53 @@ def test_mining_is_deterministic_and_dedups_across_runs(aapl, keys, tmp_path):
     assert '[too_easy] "Q-EASY' in prompt  # earlier runs' history reaches the generator
     summaries = _jsonl(dbs[0] / "db" / "summary" / "summary.jsonl")
     assert [s["run"] for s in summaries] == [1, 2]
+
+
+SAME_TEXT_CODE = ACCEPT_CODE.replace("[:10]", "[:11]")  # same words, another program
+
+
+def test_dedup_is_over_the_whole_question_and_roles_and_domains_are_recorded(aapl, tmp_path):
+    """The same text with another answer is a new question; the same text, options and
+    answer is a duplicate. Stage 2 runs on its own model; every attempt carries its domain."""
+    ref, bars = aapl
+    script = [
+        reply(ACCEPT, ACCEPT_CODE) + "<<<DOMAIN>>>\nMarket  Data\n",
+        reply(ACCEPT, SAME_TEXT_CODE) + "<<<DOMAIN>>>\nastrology\n",
+        reply(ACCEPT.lower(), ACCEPT_CODE),
+    ]
+    means = {f"{bars['close'].head(n).mean():.2f}" for n in (10, 11)}
+    queue = list(script)
+
+    def respond(request: RecordedRequest) -> Reply:
+        """Generator: the script. Stage 1: a wrong letter. Stage 2: one call, then right."""
+        if request.body["model"] == "gen":
+            return Reply.say(queue.pop(0))
+        options = _options(request)
+        right = next(k for k, v in options.items() if v in means)
+        if "tools" not in request.body:
+            return Reply.say(f"Answer: {next(k for k in options if k != right)}")
+        if not any(m["role"] == "tool" for m in request.body["messages"]):
+            return Reply.tool("run_python", {"code": "print(1)"})
+        return Reply.tool("answer", {"letter": right})
+
+    db = tmp_path / "db"
+    with LoopbackServer(responder=respond) as server:
+        args = ["mine", "--generator", "openai:gen", "--solver", "openai:solver"]
+        args += ["--solver-with-tools", "openai:tooler", "--base-url", server.openai_url]
+        args += ["--rounds", "3", "--concurrency", "1", "--code-timeout", "20"]
+        args += ["--bars", ref.path, "--symbol", "AAPL", "--start", "2020-01-01"]
+        result = runner.invoke(app, [*args, "--end", "2024-01-01", "-o", str(db)])
+        assert result.exit_code == 0, result.output
+    attempts = _jsonl(db / "db" / "attempts" / "attempts.jsonl")
+    assert [a["outcome"] for a in attempts] == ["accepted", "accepted", "duplicate"]
+    assert attempts[1]["answer_value"] == f"{bars['close'].head(11).mean():.2f}"
+    # the second has the same text and another answer: a new question; the third repeats
+    # text, options and answer: a duplicate
+    assert attempts[2]["content_sha256"] == attempts[0]["content_sha256"]
+    assert attempts[0]["question_sha256"] == attempts[1]["question_sha256"]
+    assert [a["domain"] for a in attempts] == ["market data", "other", "unlabelled"]
+    models = {r.body["model"]: "tools" in r.body for r in server.requests}
+    assert models == {"gen": False, "solver": False, "tooler": True}
+    accepted = _jsonl(db / "db" / "mcq" / "accepted.jsonl")[0]
+    assert accepted["domain"] == "market data" and accepted["id"] == attempts[0]["content_sha256"]
+    assert (accepted["solver"], accepted["solver_with_tools"]) == ("openai:solver", "openai:tooler")

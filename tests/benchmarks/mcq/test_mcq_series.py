@@ -175,8 +175,11 @@ def test_a_check_process_imports_no_pandas(base_pool, tmp_path: Path) -> None:
     assert "duckdb" in loaded and not {"pandas", "pyarrow", "backtrader"} & loaded
 
 
-def test_a_dataset_folder_goes_through_the_builders_loader(synth_dataset_dir: Path) -> None:
-    """The source the checker leaves to the builder's loader reads the same as well."""
+def test_a_dataset_folder_reads_the_same_through_the_checkers_own_reader(
+    synth_dataset_dir: Path,
+) -> None:
+    """A dataset folder is read by the checker's own code (manifest, checksum, DuckDB,
+    adjustment) and gives exactly the builder's arrays."""
     from tradebench.data import load_dataset
 
     symbol = str(load_dataset(synth_dataset_dir).bars["symbol"].iloc[0])
@@ -188,3 +191,16 @@ def test_a_dataset_folder_goes_through_the_builders_loader(synth_dataset_dir: Pa
         end=dt.date(2023, 12, 31),
     )
     assert len(_same(ref).dates) >= 60
+    assert len(_same(ref.model_copy(update={"adjusted": False})).dates) >= 60
+
+
+def test_text_dates_are_read_by_the_checker_itself(tmp_path: Path) -> None:
+    """ISO dates stored as text (with or without a time) read the same in both loaders."""
+    days = _days(200)
+    plain = pa.array([str(d) for d in days])
+    timed = pa.array([f"{d} 00:00:00" for d in days])
+    for name, dates in {"text": plain, "text_time": timed}.items():
+        _same(_ref(_write(tmp_path / f"{name}.parquet", dates)))
+    other = pa.array([f"{str(d)[5:7]}/{str(d)[8:]}/{str(d)[:4]}" for d in days])
+    with pytest.raises(DataError, match="not ISO dates"):
+        load_series(_ref(_write(tmp_path / "us_style.parquet", other)), verify=False)

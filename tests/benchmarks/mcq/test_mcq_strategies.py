@@ -91,6 +91,31 @@ def test_paper_defaults_and_param_overrides_reach_the_records(make_ref, tmp_path
     assert checked.exit_code == 0, checked.output
 
 
+def test_defaults_paper_is_appendix_a_and_the_checker_agrees(make_ref, tmp_path) -> None:
+    """The paper's Appendix A parameters, written out here, reach every record of a
+    `--defaults paper` build; the independent checker agrees on all of them."""
+    appendix_a = {
+        "sma_cross": {"fast": 10, "slow": 30},
+        "rolling_mean": {"window": 90},
+        "ewma": {"fast": 5, "slow": 30},
+        "rsi": {"period": 12, "lower": 10, "upper": 90},
+        "macd_cross": {"fast": 12, "slow": 26, "signal": 9},
+    }
+    out = tmp_path / "paper.jsonl"
+    args = ["build", "--bars", make_ref().path, "--all-templates", "--defaults", "paper"]
+    result = runner.invoke(app, [*args, "--seed", "42", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    records = read_jsonl(out)
+    assert {r.strategy: r.config.strategy.params for r in records} == appendix_a
+    # RSI(12) stays inside 10..90 on AAPL 2020-2024: the strategy never trades, and its
+    # templates have no honest question (zero answers, no trade): 136 questions, not 160
+    assert len(records) == 136
+    assert "the strategy never traded" in result.output
+    checked = runner.invoke(app, ["check", str(out)])
+    assert checked.exit_code == 0, checked.output
+    assert "136/136 questions agree" in checked.output
+
+
 @pytest.mark.parametrize(
     ("items", "message"),
     [
@@ -120,3 +145,27 @@ def test_param_names_and_values_are_validated_everywhere() -> None:
     spec = StrategySpec(name="rsi", params={"period": 14, "lower": 30.0, "upper": 70})
     assert spec.params == {"period": 14, "lower": 30, "upper": 70}  # 30.0 and 30: one config
     assert parse_overrides(["rsi.lower=32.5"], ["rsi"]) == {"rsi": {"lower": 32.5}}
+
+
+def test_paper_rsi_never_trades_on_aapl_whatever_the_price_basis(aapl) -> None:
+    """Why the paper's parameters give 136 questions, not 160: backtrader's RSI(12) stays
+    inside 10..90 over AAPL 2020-2024, so the RSI strategy never trades. A different price
+    basis does not change that: a dividend-like back-adjustment (the history before each
+    quarter scaled by a further 0.4%) moves the minimum by well under a point."""
+    _, bars = aapl
+    config = _paper(aapl, "rsi")
+    log = run_backtest(bars, config)
+    rsi = log.snapshots["rsi"]
+    assert log.fills.empty and log.refusals.empty
+    assert 24.5 < rsi.min() < 24.6 and rsi.idxmin() == pd.Timestamp("2021-02-25")
+    assert 84.2 < rsi.max() < 84.4
+    factor = np.ones(len(bars))
+    starts = [i for i in range(1, len(bars)) if bars.index[i].quarter != bars.index[i - 1].quarter]
+    for i in starts:
+        factor[:i] *= 0.996
+    other = bars.copy()
+    for column in ("open", "high", "low", "close"):
+        other[column] = bars[column].to_numpy() * factor
+    moved = run_backtest(other, config)
+    assert moved.fills.empty
+    assert abs(moved.snapshots["rsi"].min() - rsi.min()) < 1.0

@@ -34,8 +34,10 @@ class MCQRecord(BaseModel):
     template: str = Field(description="Template name (see docs/mcq.md for its definition).")
     tier: Literal["easy", "medium", "hard"] = Field(description="Difficulty tier.")
     strategy: StrategyName = Field(description="Strategy the backtest ran.")
-    answer_kind: Literal["number", "integer", "date", "choice"] = Field(
-        description="How the options are compared: number, integer, date or choice."
+    answer_kind: Literal["number", "integer", "date", "choice", "composite"] = Field(
+        description="How the options are compared: number, integer, date, choice, or "
+        "composite (each option read back into the parts of `params['form']`, typed by "
+        "`params['kinds']`, every part compared by its kind)."
     )
     params: dict[str, Any] = Field(description="Template parameters (date, k, n, a, b).")
     config: BacktestConfig = Field(description="The full backtest configuration.")

@@ -191,17 +191,35 @@ def _all_templates(s: _Session, tick: Tick) -> list[MCQRecord | Skip]:
     return out
 
 
+def tier_quotas(total: int, tiers: tuple[str, ...]) -> dict[str, int]:
+    """Questions per tier, as even as `total` allows (the first tiers take the remainder).
+
+    Why: the paper's Appendix I splits a set evenly across its tiers (30 -> 10/10/10).
+    """
+    base, extra = divmod(total, len(tiers))
+    return {tier: base + (1 if i < extra else 0) for i, tier in enumerate(tiers)}
+
+
 def _sample(s: _Session, tick: Tick) -> list[MCQRecord | Skip]:
     spec = s.spec
     tiers = TIERS if spec.difficulty == "all" else (spec.difficulty,)
-    names = [t.name for t in by_tier() if t.tier in tiers]
-    rng = derive_rng(spec.seed, "sample", spec.difficulty)
+    out: list[MCQRecord | Skip] = []
+    for tier, quota in tier_quotas(spec.num_questions, tiers).items():
+        out += _sample_tier(s, tier, quota, tick)
+    return out
+
+
+def _sample_tier(s: _Session, tier: str, quota: int, tick: Tick) -> list[MCQRecord | Skip]:
+    """Up to `quota` distinct questions of one tier, templates and strategies drawn uniformly."""
+    spec = s.spec
+    names = [t.name for t in by_tier() if t.tier == tier]
+    rng = derive_rng(spec.seed, "sample", spec.difficulty, tier)
     out: list[MCQRecord | Skip] = []
     seen: set[tuple[str, str, str]] = set()
     slots: dict[tuple[str, str], int] = {}
     got = 0
-    for _ in range(spec.num_questions * 50):
-        if got == spec.num_questions:
+    for _ in range(quota * 50):
+        if got == quota:
             break
         tname = names[int(rng.integers(len(names)))]
         sname = spec.strategies[int(rng.integers(len(spec.strategies)))]

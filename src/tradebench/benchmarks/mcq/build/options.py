@@ -1,13 +1,15 @@
 """Four options per question: seeded distractors, display formatting, the answer letter.
 
-Numbers get a multiplicative ladder: the answer takes a uniformly drawn rank 0..3 and each
-neighbouring gap is a factor 1 + g with g ~ U(0.08, 0.14), so every option is within a
-factor 1.5 of the answer and the nearest distractor is about 10% away. Small integers (< 30)
-use an additive step of max(1, round(10%)) with the rank drawn among the feasible ones (no
-negative count). Dates pick three of the template's plausible candidates; choices are
-shuffled. The order made here (ascending numbers, chronological dates) is provisional: the
-builder then moves every key to a balanced letter and shuffles the distractors
-(`balance.py`), so the final letter says nothing about the value's rank.
+Numbers follow the paper's rule: each distractor is the key times a factor 1 +- d with d
+drawn uniformly from [0.07, 0.33] (multiplicative 0.7-1.3 with jitter: 7-33% from the key,
+20% on average); the key's rank among the four values is drawn uniformly and fixes how
+many factors are below 1. A draw whose displayed value falls outside
+that band after rounding, or collides with another option, is drawn again. Integers are
+rounded to the answer's granularity (volumes stay multiples of 100); a count too small for
+three distinct integers within 7-33% of it (below 7) uses an additive ladder of steps of 1
+instead. Dates pick three of the template's plausible candidates; choices are shuffled.
+The order made here (ascending numbers, chronological dates) is provisional: the builder
+then moves every key to a balanced letter and shuffles the distractors (`balance.py`).
 """
 
 from __future__ import annotations
@@ -17,11 +19,17 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from tradebench.benchmarks.mcq.build.jitter import (
+    JITTER_HIGH,
+    JITTER_LOW,
+    MAX_DRAWS,
+    SMALL_INT,
+    display,
+    relative_distance,
+)
 from tradebench.benchmarks.mcq.build.templates.base import ACTION_LABELS, Answer, Instance
 
 LETTERS = ("A", "B", "C", "D")
-GAP_LOW, GAP_HIGH = 0.08, 0.14
-SMALL_INT = 30
 
 
 @dataclass(frozen=True)
@@ -39,11 +47,12 @@ class Options:
 
 def format_value(answer: Answer, value: float | int | str) -> str:
     """Display text of one option value (thousands separators, fixed decimals, unit)."""
-    if answer.kind == "number":
-        return f"{float(value):,.{answer.decimals}f}{answer.unit}"
-    if answer.kind == "integer":
-        return f"{int(value):,}"
-    return str(value)
+    return display(answer.kind, value, answer.decimals, answer.unit)
+
+
+def _shown(answer: Answer, value: float | int) -> float:
+    """The value as its option text displays it."""
+    return float(format_value(answer, value).rstrip(answer.unit).replace(",", ""))
 
 
 def settle_decimals(instance: Instance) -> Instance:
@@ -69,38 +78,64 @@ def _granularity(value: int) -> int:
     return step
 
 
-def _ladder(value: float, rng: np.random.Generator) -> tuple[list[float], int]:
-    rank = int(rng.integers(4))
-    factors = 1.0 + rng.uniform(GAP_LOW, GAP_HIGH, size=3)
-    steps = np.concatenate([[1.0], np.cumprod(factors)])
-    values = [value * steps[k] / steps[rank] for k in range(4)]
-    values[rank] = value
-    order = sorted(range(4), key=lambda k: values[k])
-    return [values[k] for k in order], order.index(rank)
+def _jittered(answer: Answer, rng: np.random.Generator) -> list[float | int] | None:
+    """Three distractors by the paper's rule, each within the band once displayed.
+
+    The key's rank among the four values is drawn uniformly and that many distractors go
+    below it (the rest above), so the rank tells nothing; with independent signs the key
+    would be a middle value three times in four. A rank the band cannot fill (a count of 8
+    has only two integers 7-33% below it) gives way to the other ranks in a seeded order.
+    """
+    for below in rng.permutation(4).tolist():
+        picked = _side_draws(answer, rng, int(below))
+        if picked is not None:
+            return picked
+    return None
+
+
+def _side_draws(answer: Answer, rng: np.random.Generator, below: int) -> list[float | int] | None:
+    """Three distractors in the band, the first `below` of them under the key."""
+    key = float(answer.value)
+    shown_key = _shown(answer, key)
+    grain = _granularity(int(answer.value)) if answer.kind == "integer" else 1
+    picked: list[float | int] = []
+    texts = {format_value(answer, answer.value)}
+    for _ in range(MAX_DRAWS):
+        distance = rng.uniform(JITTER_LOW, JITTER_HIGH)
+        lower = len(picked) < below
+        value: float | int = key * (1.0 + (-distance if lower == (key > 0) else distance))
+        if answer.kind == "integer":
+            value = int(round(value / grain) * grain)
+        text = format_value(answer, value)
+        band = relative_distance(_shown(answer, value), shown_key)
+        if text in texts or not JITTER_LOW <= band <= JITTER_HIGH:
+            continue
+        texts.add(text)
+        picked.append(value)
+        if len(picked) == 3:
+            return picked
+    return None
 
 
 def _small_int(value: int, rng: np.random.Generator) -> tuple[list[int], int]:
-    step = max(1, round(value * 0.1))
-    ranks = [r for r in range(4) if value - r * step >= 0]
+    ranks = [r for r in range(4) if value - r >= 0]
     rank = ranks[int(rng.integers(len(ranks)))]
-    return [value + (k - rank) * step for k in range(4)], rank
+    return [value + (k - rank) for k in range(4)], rank
 
 
 def _numeric(answer: Answer, rng: np.random.Generator) -> Options | str:
+    if float(answer.value) == 0:
+        return "the answer is zero (a zero beside non-zero options is guessable)"
+    if answer.kind == "integer" and int(answer.value) < 0:
+        return "a negative count"
     if answer.kind == "integer" and int(answer.value) < SMALL_INT:
-        if int(answer.value) <= 0:
-            return "the answer is zero (a zero beside non-zero options is guessable)"
         values, rank = _small_int(int(answer.value), rng)
     else:
-        if float(answer.value) == 0:
-            return "the answer is zero (a zero beside non-zero options is guessable)"
-        raw, rank = _ladder(float(answer.value), rng)
-        if answer.kind == "integer":
-            grain = _granularity(int(answer.value))
-            values = [round(v / grain) * grain for v in raw]
-        else:
-            values = raw
-        values[rank] = answer.value
+        distractors = _jittered(answer, rng)
+        if distractors is None:
+            return "options collide at the display precision"
+        values = sorted([answer.value, *distractors], key=float)
+        rank = values.index(answer.value)
     texts = tuple(format_value(answer, v) for v in values)
     if len(set(texts)) < 4:
         return "options collide at the display precision"
@@ -122,6 +157,16 @@ def _choice(answer: Answer, rng: np.random.Generator) -> Options:
     return Options(texts, texts.index(str(answer.value)))  # type: ignore[arg-type]
 
 
+def _composite(instance: Instance, rng: np.random.Generator) -> Options | str:
+    """Three of the template's alternative answers (real ones first, up to six)."""
+    pool = [c for c in instance.candidates if c != instance.answer.value][:6]
+    if len(pool) < 3:
+        return "fewer than three distinct alternative answers"
+    chosen = [pool[i] for i in sorted(rng.choice(len(pool), size=3, replace=False).tolist())]
+    texts = sorted([str(instance.answer.value), *chosen])
+    return Options(tuple(texts), texts.index(str(instance.answer.value)))  # type: ignore[arg-type]
+
+
 def make_options(instance: Instance, rng: np.random.Generator) -> Options | str:
     """Build the four options for an instance, or return why it cannot be asked honestly."""
     answer = instance.answer
@@ -129,4 +174,6 @@ def make_options(instance: Instance, rng: np.random.Generator) -> Options | str:
         return _numeric(answer, rng)
     if answer.kind == "date":
         return _dated(instance, rng)
+    if answer.kind == "composite":
+        return _composite(instance, rng)
     return _choice(answer, rng)

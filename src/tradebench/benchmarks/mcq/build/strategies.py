@@ -42,13 +42,13 @@ PARAM_GRIDS: dict[StrategyName, list[Params]] = {
     "ewma_cross": [{"fast": f, "slow": s} for f in (8, 12, 20) for s in (26, 40, 60)],
 }
 
-# `--defaults paper`: one fixed parameter set per strategy (docs/mcq.md says where each
-# value comes from; the legacy rules keep their schema-1 class defaults).
+# `--defaults paper`: the parameter set of the paper's Appendix A, one per strategy (the
+# legacy rules keep their schema-1 class defaults).
 PAPER_DEFAULTS: dict[StrategyName, Params] = {
     "sma_cross": {"fast": 10, "slow": 30},
-    "rolling_mean": {"window": 20},
-    "ewma": {"fast": 12, "slow": 26},
-    "rsi": {"period": 14, "lower": 30, "upper": 70},
+    "rolling_mean": {"window": 90},
+    "ewma": {"fast": 5, "slow": 30},
+    "rsi": {"period": 12, "lower": 10, "upper": 90},
     "macd_cross": {"fast": 12, "slow": 26, "signal": 9},
     "mean_reversion": {"window": 20, "band": 0.03},
     "ewma_cross": {"fast": 12, "slow": 26},

@@ -10,6 +10,7 @@ A comparative record also re-runs its `alternative` config, which must differ fr
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -19,6 +20,7 @@ from tradebench.benchmarks.mcq.check import (  # noqa: F401  (they register deri
     derive_risk,
 )
 from tradebench.benchmarks.mcq.check.derive import COMPARATIVE, DERIVERS, DERIVERS_V1, Value
+from tradebench.benchmarks.mcq.check.derive_composite import COMPOSITE as COMPOSITE_PARTS
 from tradebench.benchmarks.mcq.check.series import Bars, load_series
 from tradebench.benchmarks.mcq.check.simulate import Simulation, simulate
 from tradebench.benchmarks.mcq.config import BacktestConfig, DataRef
@@ -62,6 +64,26 @@ def _number(text: str) -> tuple[float, int]:
     return float(body), decimals
 
 
+def _parts(form: str, text: str) -> list[str] | None:
+    """An option's text read back into the slots of `form` (None when it does not fit)."""
+    pieces = re.split(r"\{(\d+)\}", form)
+    pattern = "".join(re.escape(piece) if i % 2 == 0 else "(.+?)" for i, piece in enumerate(pieces))
+    found = re.fullmatch(pattern, text)
+    return None if found is None else list(found.groups())
+
+
+def composite_matches(params: dict, text: str, value: tuple) -> bool:
+    """Does a multi-part option denote every part of the re-derived tuple?"""
+    parts = _parts(str(params["form"]), text)
+    kinds = list(params["kinds"])
+    if parts is None or len(parts) != len(kinds) or len(value) != len(kinds):
+        return False
+    try:
+        return all(option_matches(k, p, v) for k, p, v in zip(kinds, parts, value, strict=True))
+    except ValueError:  # a part that is not a number where one is due
+        return False
+
+
 def option_matches(kind: str, text: str, value: Value) -> bool:
     """Does one option's text denote the re-derived value (see the module rule)?"""
     if kind == "number":
@@ -73,12 +95,21 @@ def option_matches(kind: str, text: str, value: Value) -> bool:
     return text == str(value)
 
 
-def judge(record: MCQRecord, value: Value) -> Verdict:
+def judge(record: MCQRecord, value: Value | tuple) -> Verdict:
     """Compare a re-derived value with the record's options and answer letter."""
     keyed = record.options[record.answer]
-    hits = [
-        k for k, text in record.options.items() if option_matches(record.answer_kind, text, value)
-    ]
+    if record.answer_kind == "composite":
+        hits = [
+            k
+            for k, text in record.options.items()
+            if composite_matches(record.params, text, value)  # type: ignore[arg-type]
+        ]
+    else:
+        hits = [
+            k
+            for k, text in record.options.items()
+            if option_matches(record.answer_kind, text, value)
+        ]
     detail = ""
     if question_id(record.question, record.options) != record.id:
         detail = "id does not match the question text and options"
@@ -118,8 +149,10 @@ def alternative_problem(record: MCQRecord) -> str:
     return ""
 
 
-def _derive(record: MCQRecord, sim: Simulation, alt: Simulation | None) -> Value:
+def _derive(record: MCQRecord, sim: Simulation, alt: Simulation | None) -> Value | tuple:
     params = record.params
+    if record.answer_kind == "composite":
+        return COMPOSITE_PARTS[record.template](sim, params)
     if record.schema_version == 1 and record.template in DERIVERS_V1:
         return DERIVERS_V1[record.template](sim, params)
     if alt is not None:
@@ -128,7 +161,8 @@ def _derive(record: MCQRecord, sim: Simulation, alt: Simulation | None) -> Value
 
 
 def _verdict(record: MCQRecord, sim: Simulation, alt: Simulation | None) -> Verdict:
-    if record.template not in DERIVERS and record.template not in COMPARATIVE:
+    known = COMPOSITE_PARTS if record.answer_kind == "composite" else {**DERIVERS, **COMPARATIVE}
+    if record.template not in known:
         return _failed(record, "unknown template")
     problem = alternative_problem(record)
     if problem:

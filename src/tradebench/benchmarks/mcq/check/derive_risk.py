@@ -49,7 +49,14 @@ def _annual(sim: Simulation) -> float:
 
 @deriver
 def max_drawdown(sim: Simulation, params: dict[str, Any]) -> Value:
-    """Re-derive `max_drawdown` from the simulation (definition in docs/mcq.md)."""
+    """Re-derive `max_drawdown` from the simulation (definition in docs/mcq.md): in money
+    for records that say so (`params["in"] == "money"`), else the earlier percent form."""
+    if params.get("in") == "money":
+        peak, worst = -math.inf, 0.0
+        for v in sim.value.tolist():
+            peak = max(peak, v)
+            worst = max(worst, peak - v)
+        return worst
     return deepest(sim.value).depth * 100.0
 
 

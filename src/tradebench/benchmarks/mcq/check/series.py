@@ -5,8 +5,9 @@ checker reads the same file with DuckDB straight into NumPy and applies the same
 (`mcq.bar_rules`) in its own code: the window on the dates as stored, dates floored to the
 day, sorted, no duplicate date, no NaN price, at least `MIN_BARS` bars; the digest over
 the same bytes proves both saw the same bars. A check therefore loads neither pandas nor
-pyarrow. A tradebench dataset folder, or dates stored as text, go through the builder's
-loader and are converted (pandas is imported only then).
+pyarrow. Dates stored as text are cast by DuckDB (ISO dates, with or without a time); a
+tradebench dataset folder is read by `dataset_reader`, also the checker's own code: every
+input of a check goes through code the builder does not share.
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ from tradebench.benchmarks.mcq.bar_rules import (
     unreadable,
     zoned_dates,
 )
+from tradebench.benchmarks.mcq.check.dataset_reader import float_column, read_dataset_symbol
 from tradebench.benchmarks.mcq.config import DataRef
+from tradebench.errors import DataError
 
 _DATE_TYPES = ("DATE", "TIMESTAMP", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS")
 """DuckDB types of a date column read here (dates without a time zone)."""
@@ -65,14 +68,8 @@ class Bars:
         return h.hexdigest()
 
 
-def _float(values: Any) -> np.ndarray:
-    """A fetched column as float64, NULL as NaN (DuckDB hands masked arrays for NULLs)."""
-    return np.ma.filled(np.ma.asarray(values).astype("float64"), np.nan)
-
-
-def _read(path: Path, symbol: str) -> tuple[np.ndarray, dict[str, np.ndarray]] | None:
-    """`symbol`'s stored dates (datetime64[ns]) and OHLCV columns; None when the dates are
-    text (the builder's loader parses those)."""
+def _read(path: Path, symbol: str) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """`symbol`'s stored dates (datetime64[ns]) and OHLCV columns of a long Parquet file."""
     import duckdb
 
     if not path.exists():
@@ -83,7 +80,7 @@ def _read(path: Path, symbol: str) -> tuple[np.ndarray, dict[str, np.ndarray]] |
         raise unreadable(path, str(exc).strip().splitlines()[0]) from None
 
 
-def _query(con: Any, path: Path, symbol: str) -> tuple[np.ndarray, dict[str, np.ndarray]] | None:
+def _query(con: Any, path: Path, symbol: str) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """`_read`'s queries on connection `con` (closed after)."""
     try:
         source = "read_parquet(?)"
@@ -93,11 +90,11 @@ def _query(con: Any, path: Path, symbol: str) -> tuple[np.ndarray, dict[str, np.
             raise not_long_format(path)
         if types["date"].startswith("TIMESTAMP WITH TIME ZONE"):
             raise zoned_dates(path)
-        if types["date"] not in _DATE_TYPES:
-            return None
         if any(c not in types for c in OHLCV):
             raise missing_columns(list(types))
-        columns = ", ".join(f'"{c}"' for c in ("date", *OHLCV))
+        text = types["date"] not in _DATE_TYPES
+        date = 'TRY_CAST("date" AS TIMESTAMP) AS "date"' if text else '"date"'
+        columns = ", ".join([date, *(f'"{c}"' for c in OHLCV)])
         query = f"SELECT {columns} FROM {source} WHERE symbol = ?"
         fetched = con.execute(query, [str(path), symbol]).fetchnumpy()
     finally:
@@ -105,7 +102,9 @@ def _query(con: Any, path: Path, symbol: str) -> tuple[np.ndarray, dict[str, np.
     if len(fetched["date"]) == 0:
         raise symbol_absent(symbol, path)
     stored = np.ma.filled(np.ma.asarray(fetched["date"]), np.datetime64("NaT"))
-    return stored.astype("datetime64[ns]"), {c: _float(fetched[c]) for c in OHLCV}
+    if text and np.isnat(stored.astype("datetime64[ns]")).any():
+        raise DataError(f"bars file {path} has text dates that are not ISO dates (YYYY-MM-DD)")
+    return stored.astype("datetime64[ns]"), {c: float_column(fetched[c]) for c in OHLCV}
 
 
 def _window(
@@ -129,11 +128,10 @@ def _window(
 def load_series(ref: DataRef, *, verify: bool = True) -> Bars:
     """Load the bars a `DataRef` names; with `verify`, insist the digest matches the record."""
     path = Path(ref.path)
-    read = _read(path, ref.symbol) if ref.kind == "long_parquet" else None
-    if read is None:
-        from tradebench.benchmarks.mcq.bars import load_bars
-
-        return Bars.from_frame(load_bars(ref, verify=verify))
+    if ref.kind == "dataset":
+        read = read_dataset_symbol(path, ref.symbol, ref.adjusted)
+    else:
+        read = _read(path, ref.symbol)
     bars = _window(*read, ref.start, ref.end)
     if verify and ref.bars_sha256 and bars.digest() != ref.bars_sha256:
         raise digest_mismatch(ref.symbol, path)

@@ -20,16 +20,19 @@ import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tradebench.benchmarks.mcq.bars import bars_csv, load_bars
+from tradebench.benchmarks.mcq.eval.agent_command import AgentCommand, agent_command
 from tradebench.benchmarks.mcq.eval.report import mcq_report
 from tradebench.benchmarks.mcq.eval.sandbox_tool import limits_for
 from tradebench.benchmarks.mcq.eval.solve import (
+    QUESTION_CALLS,
+    QUESTION_SECONDS,
     SOLVERS,
-    Mode,
     NoToolsPrompt,
     Posed,
     Solver,
@@ -89,26 +92,48 @@ class EvalSpec(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    models: tuple[ModelConfig, ...] = Field(min_length=1)
-    """Models to evaluate, each over every question and run."""
-    mode: Mode = "no_tools"
-    """`no_tools` (one call, letter parsed) or `with_tools` (run_python, forced answer)."""
+    models: tuple[ModelConfig, ...] = ()
+    """Models to evaluate, each over every question and run (none in `agent` mode)."""
+    mode: Literal["no_tools", "with_tools", "agent"] = "no_tools"
+    """`no_tools` (one call, letter parsed), `with_tools` (run_python in a workspace, forced
+    answer) or `agent` (an external coding-agent command per question)."""
     runs: int = Field(default=1, ge=1)
     """Samples per question; run r uses sample_index r."""
     concurrency: int = Field(default=4, ge=1)
     """Questions solved at once."""
     no_tools_prompt: NoToolsPrompt = "letter"
     """`no_tools`: ask for a single letter (the paper's protocol) or allow reasoning first."""
-    max_tool_calls: int = Field(default=8, ge=0)
-    """`with_tools`: run_python calls allowed per question."""
-    sandbox_timeout_s: float = Field(default=30.0, gt=0)
-    """`with_tools`: wall-clock limit of one run_python call."""
+    max_tool_calls: int = Field(default=QUESTION_CALLS, ge=0)
+    """`with_tools`: tool calls (run_python, pip_install) allowed per question."""
+    sandbox_timeout_s: float = Field(default=120.0, gt=0)
+    """`with_tools`: wall-clock limit of one call."""
+    question_seconds: float = Field(default=QUESTION_SECONDS, gt=0)
+    """`with_tools`: sandbox seconds per question over all its calls; `agent`: the
+    command's time limit per question."""
+    wheels: str | None = None
+    """`with_tools` and `agent`: local wheel directory for offline package installs."""
+    agent: str | None = None
+    """`agent`: a preset name (`eval.agent_command.PRESETS`)."""
+    agent_command: tuple[str, ...] = ()
+    """`agent`: an explicit command line with {prompt}, {prompt_file} or {workdir}."""
+    agent_unconfined: bool = False
+    """`agent`: run the command outside the sandbox (it then has the network)."""
     allow_weak_sandbox: bool = False
     """`with_tools`: run model code even where the kernel lacks a sandbox layer."""
     cache_mode: CacheMode = "readwrite"
     """Response cache mode (`replay` reruns without any endpoint)."""
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     """Token and cost caps over the whole evaluation (every model and run)."""
+
+    @model_validator(mode="after")
+    def _who(self) -> EvalSpec:
+        if self.mode == "agent" and self.models:
+            raise ConfigError("--mode agent evaluates the agent command; give no --model")
+        if self.mode != "agent" and not self.models:
+            raise ConfigError("give at least one --model")
+        if self.mode == "agent":
+            self.agent_backend()  # an unknown preset or a command without the prompt: now
+        return self
 
     def solver(self) -> tuple[Solver, Spec]:
         """The registered solver of `mode`, and its spec for the summary."""
@@ -119,6 +144,19 @@ class EvalSpec(BaseModel):
             max_tool_calls=self.max_tool_calls,
             timeout_s=self.sandbox_timeout_s,
             allow_weak_sandbox=self.allow_weak_sandbox,
+            question_seconds=self.question_seconds,
+            wheels=self.wheels,
+        )
+
+    def agent_backend(self) -> AgentCommand:
+        """The external agent of `agent` mode (preset or command)."""
+        return agent_command(
+            self.agent,
+            self.agent_command,
+            timeout_s=self.question_seconds,
+            limits=limits_for(self.sandbox_timeout_s, self.allow_weak_sandbox),
+            wheels=self.wheels,
+            confined=not self.agent_unconfined,
         )
 
 
@@ -216,7 +254,7 @@ def posed(record: MCQRecord, files: dict[str, bytes]) -> Posed:
     return Posed(record.id, record.question, record.options, record.answer, files)
 
 
-def question_files(records: Sequence[MCQRecord], mode: Mode) -> list[dict[str, bytes]]:
+def question_files(records: Sequence[MCQRecord], mode: str) -> list[dict[str, bytes]]:
     """`bars.csv` per question (the bars it was built from, digest-checked); none without tools."""
     if mode == "no_tools":
         return [{} for _ in records]
@@ -291,6 +329,51 @@ async def evaluate(
     return rows
 
 
+async def evaluate_agent(
+    records: Sequence[MCQRecord],
+    spec: EvalSpec,
+    files: Sequence[dict[str, bytes]],
+) -> list[EvalRow]:
+    """Each question once per run through the external agent, `concurrency` at a time."""
+    agent = spec.agent_backend()
+    gate = asyncio.Semaphore(spec.concurrency)
+
+    async def one(i: int, run: int) -> EvalRow:
+        async with gate:
+            result = await asyncio.to_thread(agent.solve, posed(records[i], files[i]))
+        return _agent_row(agent, run, records[i], result)
+
+    rows: list[EvalRow] = []
+    for run in range(spec.runs):
+        rows += await asyncio.gather(*(one(i, run) for i in range(len(records))))
+    return rows
+
+
+def _agent_row(agent: AgentCommand, run: int, record: MCQRecord, result: SolveResult) -> EvalRow:
+    return EvalRow(
+        model=f"agent:{agent.name}",
+        mode="agent",
+        run=run,
+        temperature=float("nan"),  # the agent's own sampling, not ours to set
+        question_id=record.id,
+        tier=record.tier,
+        template=record.template,
+        answer=record.answer,
+        letter=result.letter,
+        correct=result.letter == record.answer,
+        parsed=result.parsed,
+        refused_tool_call=False,
+        parse_error=result.parse_error,
+        raw_reply=result.raw_reply,
+        input_tokens=result.usage.input_tokens,
+        output_tokens=result.usage.output_tokens,
+        latency_s=result.latency_s,
+        model_calls=result.model_calls,
+        tool_calls=result.tool_calls,
+        transcript=result.transcript,
+    )
+
+
 def write_results(rows: Sequence[EvalRow], path: Path) -> None:
     """`results.parquet`: one row per question x run, columns as `EvalRow`."""
     frame = pd.DataFrame([r.model_dump() for r in rows], columns=list(EvalRow.model_fields))
@@ -344,15 +427,22 @@ def run_eval(
     if not records:
         raise ConfigError(f"{questions} holds no questions to evaluate")
     layers = None
-    if spec.mode == "with_tools":  # before any model call: refuse where code cannot be confined
+    confined = spec.mode == "with_tools" or (spec.mode == "agent" and not spec.agent_unconfined)
+    if confined:  # before any model call: refuse where code cannot be confined
         layers = sandbox_preflight(limits_for(spec.sandbox_timeout_s, spec.allow_weak_sandbox))
     out_dir.mkdir(parents=True, exist_ok=True)
     files = question_files(records, spec.mode)
-    with model_pool(spec, out_dir, retry) as pool:
-        rows = asyncio.run(evaluate(records, spec, pool, files))
+    if spec.mode == "agent":
+        rows = asyncio.run(evaluate_agent(records, spec, files))
+        agent = spec.agent_backend()
+        args = {"name": agent.name, "argv": list(agent.argv), "confined": agent.confined}
+        solver_spec = Spec("agent_command", {**args, "timeout_s": agent.timeout_s})
+    else:
+        with model_pool(spec, out_dir, retry) as pool:
+            rows = asyncio.run(evaluate(records, spec, pool, files))
+        _, solver_spec = spec.solver()
     results = out_dir / RESULTS_FILE
     write_results(rows, results)
-    _, solver_spec = spec.solver()
     summary = EvalSummary(
         questions_file=questions.name,
         questions_sha256=hashlib.sha256(questions.read_bytes()).hexdigest(),

@@ -1,11 +1,13 @@
-"""The `run_python` tool of MCQ solvers: model code run in the sandbox, output made stable.
+"""The `run_python` and `pip_install` tools of MCQ solvers: model code run in the sandbox.
 
-Every call gets a fresh temporary directory holding the question's files (`bars.csv`) and a
-separate confined process (`tradebench.sandbox.run_python`), run in a worker thread so
-concurrent questions do not block each other. The result the model sees holds only what the
+A question gets one workspace (`tradebench.sandbox.workspace.Workspace`): every call is a
+separate confined process, run in a worker thread so concurrent questions do not block each
+other, in a directory that starts with the question's files (`bars.csv`) plus whatever the
+question's earlier calls left there. `pip_install` (offered when a wheel directory is given)
+installs packages from that directory only. The result the model sees holds only what the
 code determines: exit code, stdout, stderr, whether it timed out. The sandbox directory's
-random name is replaced by `.` and timings are left out, so the same code gives the same
-tool result, the next request has the same cache key, and reruns are free.
+random name is replaced by `.` and timings are left out, so the same calls give the same
+tool results, the next request has the same cache key, and reruns are free.
 """
 
 from __future__ import annotations
@@ -14,14 +16,16 @@ import asyncio
 import math
 import re
 from collections.abc import Mapping
-from types import MappingProxyType
 from typing import Any
 
 from tradebench.agents.tools import Tool
+from tradebench.errors import ToolError
 from tradebench.llm.types import ToolSpec
 from tradebench.sandbox import SandboxLimits, SandboxResult, run_python
+from tradebench.sandbox.workspace import BudgetExhausted, Workspace
 
 TOOL_NAME = "run_python"
+PIP_TOOL_NAME = "pip_install"
 MAX_CODE_CHARS = 12_000
 MAX_STDOUT_CHARS = 6_000
 MAX_STDERR_CHARS = 3_000
@@ -30,9 +34,9 @@ _WORKDIR = re.compile(r"(?:/[^\s\"':]*)?/tb-sandbox-[A-Za-z0-9_]+")
 SPEC = ToolSpec(
     name=TOOL_NAME,
     description=(
-        "Run a complete Python 3 program in a fresh working directory holding the question's "
-        "files; returns its exit code, stdout and stderr. numpy, pandas and backtrader are "
-        "installed; no network; nothing persists between calls."
+        "Run a complete Python 3 program as main.py in the question's working directory; "
+        "returns its exit code, stdout and stderr. Files written there persist for later "
+        "calls; variables do not. numpy, pandas and backtrader are installed; no network."
     ),
     parameters={
         "type": "object",
@@ -44,6 +48,29 @@ SPEC = ToolSpec(
             }
         },
         "required": ["code"],
+        "additionalProperties": False,
+    },
+)
+
+
+PIP_SPEC = ToolSpec(
+    name=PIP_TOOL_NAME,
+    description=(
+        "Install Python packages (pip requirement strings such as 'ta' or 'ta==0.11') from "
+        "the local wheel directory into the question's working directory; later run_python "
+        "calls import them. Only packages in that directory can be installed."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "packages": {
+                "type": "array",
+                "items": {"type": "string", "minLength": 1, "maxLength": 200},
+                "minItems": 1,
+                "maxItems": 20,
+            }
+        },
+        "required": ["packages"],
         "additionalProperties": False,
     },
 )
@@ -91,11 +118,22 @@ async def run_in_thread(
     return await asyncio.to_thread(run_python, code, dict(files), limits, env)
 
 
-def python_tool(files: Mapping[str, bytes], limits: SandboxLimits) -> Tool:
-    """A `run_python` tool whose every call runs in a fresh directory holding `files`."""
-    frozen = MappingProxyType(dict(files))
+def workspace_tools(workspace: Workspace, packages: bool) -> list[Tool]:
+    """`run_python` in the question's persistent workspace, and `pip_install` when the
+    workspace has a wheel directory (`packages`). A spent budget is an error the model sees."""
 
     async def run(arguments: dict[str, Any]) -> dict[str, Any]:
-        return tool_result(await run_in_thread(arguments["code"], frozen, limits))
+        try:
+            return tool_result(await asyncio.to_thread(workspace.run, arguments["code"]))
+        except BudgetExhausted as exc:
+            raise ToolError(str(exc)) from None
 
-    return Tool(spec=SPEC, fn=run)
+    async def install(arguments: dict[str, Any]) -> dict[str, Any]:
+        try:
+            result = await asyncio.to_thread(workspace.install, arguments["packages"])
+        except (BudgetExhausted, ValueError) as exc:
+            raise ToolError(str(exc)) from None
+        return tool_result(result)
+
+    tools = [Tool(spec=SPEC, fn=run)]
+    return [*tools, Tool(spec=PIP_SPEC, fn=install)] if packages else tools

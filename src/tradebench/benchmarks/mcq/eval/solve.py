@@ -7,8 +7,10 @@
   is read strictly (`eval.parse.parse_letter`), and an unreadable reply is scored wrong and
   counted.
 - `with_tools`: the shared tool loop (`agents.llm.run_tool_loop`) with a `run_python` tool
-  whose calls run in a fresh sandbox directory holding the question's files, then a forced
-  `answer` submit tool whose only argument is a letter enum.
+  whose calls run confined in the question's own workspace (files persist across calls;
+  removed after the question), `pip_install` from a local wheel directory when one is given,
+  a budget of calls and seconds per question, then a forced `answer` submit tool whose only
+  argument is a letter enum.
 
 Evaluation and mining (both solver stages) use these same solvers.
 """
@@ -26,7 +28,7 @@ from pydantic import BaseModel, ConfigDict
 from tradebench.agents.tool_loop import LoopConfig, run_tool_loop
 from tradebench.agents.tools import SubmitTool
 from tradebench.benchmarks.mcq.eval.parse import parse_letter
-from tradebench.benchmarks.mcq.eval.sandbox_tool import limits_for, python_tool
+from tradebench.benchmarks.mcq.eval.sandbox_tool import limits_for, workspace_tools
 from tradebench.benchmarks.mcq.prompt_files import render
 from tradebench.errors import ConfigError
 from tradebench.llm.base import ChatModel
@@ -34,6 +36,7 @@ from tradebench.llm.redact import Redactor
 from tradebench.llm.types import Message, Usage
 from tradebench.registry import Registry
 from tradebench.sandbox import SandboxLimits
+from tradebench.sandbox.workspace import Budget, Workspace
 
 SUBMIT_NAME = "answer"
 SUBMIT_PROMPT = "Stop using tools now. Call `{submit}` with the letter of the option you choose."
@@ -164,13 +167,23 @@ def _files_text(files: Mapping[str, bytes]) -> str:
     return ", ".join(sorted(files)) if files else "no files"
 
 
+PACKAGES_NOTE = (
+    "Other packages can be installed with `pip_install` from a local wheel directory (no "
+    "index); installed packages import in your later calls."
+)
+QUESTION_CALLS, QUESTION_SECONDS = 40, 600.0
+"""Default per-question budget: tool calls, and seconds of sandbox time over all of them."""
+
+
 @dataclass(frozen=True)
 class WithToolsSolver:
-    """The tool loop: `run_python` in a fresh sandbox per call, then a forced `answer`."""
+    """The tool loop in one workspace per question, then a forced `answer`."""
 
-    max_tool_calls: int = 8
+    max_tool_calls: int = QUESTION_CALLS
     max_submit_retries: int = 2
     limits: SandboxLimits = field(default_factory=SandboxLimits)
+    question_seconds: float = QUESTION_SECONDS
+    wheels: str | None = None
 
     async def __call__(self, model: ChatModel, posed: Posed, sample_index: int) -> SolveResult:
         """See `Solver`."""
@@ -180,14 +193,21 @@ class WithToolsSolver:
             submit_prompt=SUBMIT_PROMPT,
             sample_index=sample_index,
         )
-        result = await run_tool_loop(
-            model,
-            system=render("solver_with_tools", files=_files_text(posed.files)),
-            user=user_message(posed),
-            tools=[python_tool(posed.files, self.limits)],
-            submit=ANSWER_TOOL,
-            config=config,
+        budget = Budget(calls=self.max_tool_calls, seconds=self.question_seconds)
+        system = render(
+            "solver_with_tools",
+            files=_files_text(posed.files),
+            packages=PACKAGES_NOTE if self.wheels else "",
         )
+        with Workspace(posed.files, self.limits, budget, self.wheels) as workspace:
+            result = await run_tool_loop(
+                model,
+                system=system,
+                user=user_message(posed),
+                tools=workspace_tools(workspace, packages=self.wheels is not None),
+                submit=ANSWER_TOOL,
+                config=config,
+            )
         letter = result.action.letter if result.action is not None else None
         answers = [c for c in result.tool_calls if c.name == SUBMIT_NAME]
         last_text = next(
@@ -219,11 +239,14 @@ def no_tools_solver(prompt: NoToolsPrompt = "letter") -> Solver:
 
 @SOLVERS.register("with_tools")
 def with_tools_solver(
-    max_tool_calls: int = 8,
-    timeout_s: float = 30.0,
+    max_tool_calls: int = QUESTION_CALLS,
+    timeout_s: float = 120.0,
     max_submit_retries: int = 2,
     allow_weak_sandbox: bool = False,
+    question_seconds: float = QUESTION_SECONDS,
+    wheels: str | None = None,
 ) -> Solver:
-    """The tools solver: research budget, sandbox wall-clock limit per call, retries."""
+    """The tools solver: per-question budget (calls, seconds), per-call limit, retries, and
+    an optional wheel directory for offline package installs."""
     limits = limits_for(timeout_s, allow_weak_sandbox)
-    return WithToolsSolver(max_tool_calls, max_submit_retries, limits)
+    return WithToolsSolver(max_tool_calls, max_submit_retries, limits, question_seconds, wheels)

@@ -4,15 +4,29 @@ A block starts at its marker and runs to the next `<<<NAME>>>` marker (any name,
 closing `<<<END>>>` is tolerated) or the end of the reply; text before the first marker is
 ignored. Each of the three blocks must appear exactly once and be non-empty; a Markdown
 fence around the code is removed. Anything else is a `MalformedReply` saying what is wrong.
+An optional `<<<DOMAIN>>>` block labels the question (one of `DOMAINS`, else `other`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 REQUIRED = ("QUESTION", "CODE", "RATIONALE")
+OPTIONAL = ("DOMAIN",)
+DOMAINS = (
+    "backtesting",
+    "technical indicators",
+    "performance and risk metrics",
+    "market data",
+    "statistics",
+    "derivatives and pricing",
+    "other",
+)
+"""Domain labels a generator may give a question (anything else becomes `other`)."""
 _MARKER = re.compile(r"<<<\s*([A-Za-z_]+)\s*>>>")
 _FENCE = re.compile(r"^```[A-Za-z0-9_+-]*[ \t]*\n(?P<body>.*?)\n?```\s*$", re.DOTALL)
 
@@ -28,6 +42,7 @@ class Blocks:
     question: str
     code: str
     rationale: str
+    domain: str = "unlabelled"
 
 
 def _unfence(code: str) -> str:
@@ -45,7 +60,7 @@ def parse_blocks(text: str) -> Blocks:
     found: dict[str, str] = {}
     for i, mark in enumerate(marks):
         name = mark.group(1).upper()
-        if name not in REQUIRED:
+        if name not in REQUIRED + OPTIONAL:
             continue
         if name in found:
             raise MalformedReply(f"<<<{name}>>> appears more than once")
@@ -58,7 +73,26 @@ def parse_blocks(text: str) -> Blocks:
     empty = [n for n in REQUIRED if not found[n].strip()]
     if empty:
         raise MalformedReply("empty " + ", ".join(f"<<<{n}>>>" for n in empty) + " block")
-    return Blocks(found["QUESTION"], found["CODE"] + "\n", found["RATIONALE"])
+    domain = "unlabelled"
+    if "DOMAIN" in found:
+        label = " ".join(found["DOMAIN"].split()).casefold()
+        domain = label if label in DOMAINS else "other"
+    return Blocks(found["QUESTION"], found["CODE"] + "\n", found["RATIONALE"], domain)
+
+
+def content_sha256(question: str, options: Mapping[str, str], answer_value: str) -> str:
+    """SHA-256 of the whole question: normalised text, the options sorted, the answer value.
+    The same text with other options (other code, other data) is a different question."""
+    blob = json.dumps(
+        {
+            "question": " ".join(question.split()).casefold(),
+            "options": sorted(" ".join(o.split()) for o in options.values()),
+            "answer": answer_value.strip(),
+        },
+        sort_keys=True,
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()
 
 
 def question_sha256(question: str) -> str:

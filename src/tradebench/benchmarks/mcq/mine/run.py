@@ -3,13 +3,16 @@
 Per round, `per_round` attempts are generated concurrently (the generator sees the outcomes
 of every earlier attempt in the database), then, in attempt order:
 
-1. parse the `<<<QUESTION>>>`/`<<<CODE>>>`/`<<<RATIONALE>>>` blocks -> `malformed`;
-2. SHA-256 of the normalised question against every earlier one -> `duplicate`;
-3. verify in the sandbox (answer, distractors, well-posedness) -> `failed_code`/`ill_posed`;
-4. stage 1, the solver without tools: right -> `too_easy` (discarded);
-5. stage 2, the solver with `run_python`: right -> `accepted`, else `review` (human queue).
+1. parse the `<<<QUESTION>>>`/`<<<CODE>>>`/`<<<RATIONALE>>>` (and `<<<DOMAIN>>>`) blocks ->
+   `malformed`;
+2. verify in the sandbox (answer, distractors, well-posedness) -> `failed_code`/`ill_posed`;
+3. SHA-256 of the whole question (text, options, answer value) against every earlier one,
+   in attempt order -> `duplicate`;
+4. stage 1, the no-tools solver: right -> `too_easy` (discarded);
+5. stage 2, the tools solver (its own model when given): right -> `accepted`, else
+   `review` (human queue).
 
-Steps 3-5 of different attempts run concurrently (at most `concurrency`). Each round is
+Steps 2 and 4-5 of different attempts run concurrently (at most `concurrency`). Each round is
 appended to the database as soon as it ends; the summary line is written last. Both
 models come from one `ModelPool` (the reply cache and the budget in DB_DIR): a budget stop
 leaves the finished rounds in the database and no summary line, and rerunning the same
@@ -23,7 +26,7 @@ import asyncio
 import datetime as dt
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +36,12 @@ from tradebench.benchmarks.mcq.bars import bars_csv, load_bars, resolve
 from tradebench.benchmarks.mcq.config import DataRef
 from tradebench.benchmarks.mcq.eval.sandbox_tool import limits_for
 from tradebench.benchmarks.mcq.eval.solve import NoToolsSolver, Posed, SolveResult, WithToolsSolver
-from tradebench.benchmarks.mcq.mine.parse import Blocks, MalformedReply, parse_blocks
+from tradebench.benchmarks.mcq.mine.parse import (
+    Blocks,
+    MalformedReply,
+    content_sha256,
+    parse_blocks,
+)
 from tradebench.benchmarks.mcq.mine.parse import question_sha256 as sha
 from tradebench.benchmarks.mcq.mine.store import MineDB
 from tradebench.benchmarks.mcq.mine.types import (
@@ -45,7 +53,7 @@ from tradebench.benchmarks.mcq.mine.types import (
     MineSummary,
     TokenCount,
 )
-from tradebench.benchmarks.mcq.mine.verify import Rejected, verify
+from tradebench.benchmarks.mcq.mine.verify import Rejected, Verified, verify
 from tradebench.benchmarks.mcq.prompt_files import prompts_sha256, render
 from tradebench.errors import BudgetExceeded
 from tradebench.llm.base import ChatModel
@@ -70,6 +78,9 @@ class MineContext:
     run_id: str
     generator: ChatModel
     solver: ChatModel
+    """Stage 1 (no tools)."""
+    solver_tools: ChatModel
+    """Stage 2 (with tools): the same model as `solver` unless the spec names another."""
     files: Mapping[str, bytes]
     prompts: str
 
@@ -90,6 +101,7 @@ class Draft:
         """This draft's attempt record with `fields` (outcome, reason, ...) set."""
         base = {"run": run, "round": self.round, "index": self.index, "seed": self.seed}
         base |= {"tokens": self.tokens, "question_sha256": self.sha}
+        base |= {"domain": self.blocks.domain}
         return AttemptRecord(**(base | {"question": self.blocks.question} | fields))
 
 
@@ -155,13 +167,9 @@ def _generator_messages(ctx: MineContext, seed: int, history: str) -> list[Messa
 
 
 def _triage(
-    ctx: MineContext,
-    where: Where,
-    messages: list[Message],
-    response: ChatResponse,
-    seen: frozenset[str],
+    ctx: MineContext, where: Where, messages: list[Message], response: ChatResponse
 ) -> Draft | Done:
-    """Parse and dedup one generation: a `Draft`, or the rejected attempt."""
+    """Parse one generation: a `Draft`, or the rejected attempt."""
     tokens = {"generator": TokenCount().plus(response.usage)}
     entry: dict[str, Any] = {
         "generator_messages": [m.model_dump(mode="json") for m in messages],
@@ -180,13 +188,9 @@ def _triage(
         "question": blocks.question,
         "code": blocks.code,
         "rationale": blocks.rationale,
+        "domain": blocks.domain,
     }
-    digest = sha(blocks.question)
-    draft = Draft(*where, blocks=blocks, sha=digest, tokens=tokens, log=entry)
-    if digest in seen:
-        reason = f"same question as an earlier attempt (sha256 {digest[:12]})"
-        return Done(draft.record(ctx.run, outcome="duplicate", reason=reason), None, entry)
-    return draft
+    return Draft(*where, blocks=blocks, sha=sha(blocks.question), tokens=tokens, log=entry)
 
 
 def _posed(ctx: MineContext, draft: Draft, options: dict[str, str], answer: str) -> Posed:
@@ -202,8 +206,8 @@ async def _solve(ctx: MineContext, posed: Posed) -> tuple[SolveResult, SolveResu
     if first.letter == posed.answer:
         return first, None
     limits = limits_for(ctx.spec.solver_timeout_s, ctx.spec.allow_weak_sandbox)
-    second = await WithToolsSolver(ctx.spec.max_tool_calls, limits=limits)(ctx.solver, posed, 0)
-    return first, second
+    tools = WithToolsSolver(ctx.spec.max_tool_calls, limits=limits)
+    return first, await tools(ctx.solver_tools, posed, 0)
 
 
 def _verdict(first: SolveResult, second: SolveResult | None, answer: str) -> tuple[str, str]:
@@ -216,15 +220,35 @@ def _verdict(first: SolveResult, second: SolveResult | None, answer: str) -> tup
     return "review", f"not solved with tools either (no tools: {stage1}, tools: {stage2})"
 
 
-async def _finish(ctx: MineContext, draft: Draft) -> Done:
-    """Verify, then run both solver stages; the attempt, the stored question, the log."""
+Checked = tuple[Draft, Verified | Rejected]
+
+
+async def _check(ctx: MineContext, draft: Draft) -> Checked:
+    """Run the verification code: options and key, or why the question was rejected."""
     limits = limits_for(ctx.spec.code_timeout_s, ctx.spec.allow_weak_sandbox)
-    checked = await verify(draft.blocks, draft.seed, ctx.files, limits)
+    return draft, await verify(draft.blocks, draft.seed, ctx.files, limits)
+
+
+def _dedup(ctx: MineContext, checked: Checked, known: set[str]) -> Checked | Done:
+    """The whole question's hash against every earlier one (adds it when new)."""
+    draft, result = checked
     entry = dict(draft.log)
-    entry["code_runs"] = [{"seed": r.seed, **r.result} for r in checked.runs]
-    if isinstance(checked, Rejected):
-        record = draft.record(ctx.run, outcome=checked.outcome, reason=checked.reason)
+    entry["code_runs"] = [{"seed": r.seed, **r.result} for r in result.runs]
+    if isinstance(result, Rejected):
+        record = draft.record(ctx.run, outcome=result.outcome, reason=result.reason)
         return Done(record, None, entry)
+    digest = content_sha256(draft.blocks.question, result.options, result.answer_value)
+    if digest in known:
+        reason = f"same question, options and answer as an earlier attempt ({digest[:12]})"
+        record = draft.record(ctx.run, outcome="duplicate", reason=reason)
+        return Done(record.model_copy(update={"content_sha256": digest}), None, entry)
+    known.add(digest)
+    return replace(draft, log=entry), result
+
+
+async def _finish(ctx: MineContext, draft: Draft, checked: Verified) -> Done:
+    """Both solver stages on a verified, new question; the attempt, the question, the log."""
+    entry = dict(draft.log)
     posed = _posed(ctx, draft, checked.options, checked.answer)
     first, second = await _solve(ctx, posed)
     outcome, reason = _verdict(first, second, checked.answer)
@@ -243,6 +267,7 @@ async def _finish(ctx: MineContext, draft: Draft) -> Done:
         stage2_letter=second.letter if second is not None else None,
         distractor_source=checked.source,
         tokens=tokens,
+        content_sha256=content_sha256(draft.blocks.question, checked.options, checked.answer_value),
     )
     stored = None
     if outcome in ("accepted", "review"):
@@ -254,7 +279,8 @@ def _question(
     ctx: MineContext, draft: Draft, posed: Posed, record: AttemptRecord, source: Any
 ) -> MinedQuestion:
     return MinedQuestion(
-        id=draft.sha,
+        id=record.content_sha256 or draft.sha,
+        domain=draft.blocks.domain,
         status=record.outcome,  # type: ignore[arg-type]
         question=posed.question,
         stem=draft.blocks.question,
@@ -270,6 +296,7 @@ def _question(
         round=draft.round,
         generator=ctx.generator.config.label,
         solver=ctx.solver.config.label,
+        solver_with_tools=ctx.solver_tools.config.label,
         stage1_letter=record.stage1_letter,
         stage2_letter=record.stage2_letter,
         prompts_sha256=ctx.prompts,
@@ -309,23 +336,30 @@ def _store(ctx: MineContext, rnd: int, done: Sequence[Done]) -> None:
 async def _round(
     ctx: MineContext, rnd: int, history: list[AttemptRecord], seen: frozenset[str]
 ) -> list[AttemptRecord]:
-    """One round: generate, triage in attempt order, finish concurrently, store."""
-    known = set(seen)
-    triaged: list[Draft | Done] = []
-    for where, prompt, reply in await _generate(ctx, rnd, history):
-        item = _triage(ctx, where, prompt, reply, frozenset(known))
-        if isinstance(item, Draft):
-            known.add(item.sha)
-        triaged.append(item)
+    """One round: generate, parse, verify concurrently, dedup in attempt order, solve
+    concurrently, store."""
+    parsed = [_triage(ctx, *item) for item in await _generate(ctx, rnd, history)]
     gate = asyncio.Semaphore(ctx.spec.concurrency)
 
-    async def finish(item: Draft | Done) -> Done:
+    async def check(item: Draft | Done) -> Checked | Done:
         if isinstance(item, Done):
             return item
         async with gate:
-            return await _finish(ctx, item)
+            return await _check(ctx, item)
 
-    done = await asyncio.gather(*(finish(item) for item in triaged))
+    known = set(seen)
+    deduped = [
+        item if isinstance(item, Done) else _dedup(ctx, item, known)
+        for item in await asyncio.gather(*(check(item) for item in parsed))
+    ]
+
+    async def finish(item: Checked | Done) -> Done:
+        if isinstance(item, Done):
+            return item
+        async with gate:
+            return await _finish(ctx, item[0], item[1])  # type: ignore[arg-type]
+
+    done = await asyncio.gather(*(finish(item) for item in deduped))
     _store(ctx, rnd, done)
     return [d.record for d in done]
 
@@ -341,6 +375,7 @@ def summarise_run(ctx: MineContext, records: Sequence[AttemptRecord]) -> MineSum
         run=ctx.run,
         generator=ctx.generator.config.label,
         solver=ctx.solver.config.label,
+        solver_with_tools=ctx.solver_tools.config.label,
         rounds=ctx.spec.rounds,
         attempts=len(records),
         outcomes=counts,
@@ -375,6 +410,7 @@ def _context(
         run_id=db.run_folder(run) or f"{now():%Y%m%dT%H%M%SZ}-run{run:03d}",
         generator=pool.model(spec.generator),
         solver=pool.model(spec.solver),
+        solver_tools=pool.model(spec.solver_with_tools or spec.solver),
         files=files,
         prompts=prompts_sha256(),
     )
@@ -389,7 +425,7 @@ async def _rounds(
     records: list[AttemptRecord] = []
     for rnd in range(first, ctx.spec.rounds + 1):
         new = await _round(ctx, rnd, history + records, seen)
-        seen |= {r.question_sha256 for r in new if r.question_sha256}
+        seen |= {r.content_sha256 for r in new if r.content_sha256}
         records += new
     return records
 

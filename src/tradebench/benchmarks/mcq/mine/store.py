@@ -98,8 +98,9 @@ class MineDB:
         return names[-1] if names else None
 
     def seen(self, attempts: list[AttemptRecord]) -> set[str]:
-        """Question hashes already generated (any outcome after parsing) or stored."""
-        hashes = {a.question_sha256 for a in attempts if a.question_sha256}
+        """Whole-question hashes (text, options, answer value) of every earlier attempt that
+        got options, and of every stored question."""
+        hashes = {a.content_sha256 for a in attempts if a.content_sha256}
         return hashes | {q.id for q in self.questions()}
 
     def write_log(self, run_id: str, name: str, payload: dict[str, Any]) -> Path:

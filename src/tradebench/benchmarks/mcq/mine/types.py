@@ -42,6 +42,8 @@ class MineSpec(BaseModel):
     """The model that writes questions and their verification code."""
     solver: ModelConfig
     """The model that solves them (stage 1 without tools, stage 2 with run_python)."""
+    solver_with_tools: ModelConfig | None = None
+    """Stage 2's model when it differs from stage 1's (`solver` then solves stage 1 only)."""
     rounds: int = Field(default=1, ge=1)
     """Generation rounds; each round sees the outcomes of all earlier attempts."""
     per_round: int = Field(default=1, ge=1)
@@ -107,6 +109,11 @@ class AttemptRecord(BaseModel):
     """Why, in one line (also shown to the generator in later rounds)."""
     question_sha256: str | None = None
     """SHA-256 of the whitespace-normalised question text; None when unparsed."""
+    content_sha256: str | None = None
+    """SHA-256 of the whole question (text, sorted options, answer value): the dedup key
+    across rounds and runs; None before the options were built."""
+    domain: str | None = None
+    """The domain the generator labelled the question with (None when unparsed)."""
     question: str | None = None
     """The question text as generated (None when unparsed)."""
     answer_value: str | None = None
@@ -131,7 +138,9 @@ class MinedQuestion(BaseModel):
     schema_version: int = 1
     """Record layout version."""
     id: str
-    """SHA-256 of the whitespace-normalised question text (the dedup key)."""
+    """SHA-256 of the whole question: text, sorted options, answer value (the dedup key)."""
+    domain: str = "unlabelled"
+    """The generator's domain label (`mine.parse.DOMAINS`)."""
     status: Literal["accepted", "review"]
     """accepted: the tools solver got it right; review: it did not (human review queue)."""
     question: str
@@ -161,7 +170,10 @@ class MinedQuestion(BaseModel):
     generator: str
     """Generator `provider:model`."""
     solver: str
-    """Solver `provider:model`."""
+    """Stage-1 (no tools) solver `provider:model`."""
+    solver_with_tools: str = ""
+    """Stage-2 (tools) solver `provider:model` (empty in records written before the roles
+    could differ: then `solver`)."""
     stage1_letter: str | None
     """No-tools solver's letter."""
     stage2_letter: str | None
@@ -182,7 +194,9 @@ class MineSummary(BaseModel):
     generator: str
     """Generator `provider:model`."""
     solver: str
-    """Solver `provider:model`."""
+    """Stage-1 (no tools) solver `provider:model`."""
+    solver_with_tools: str = ""
+    """Stage-2 (tools) solver `provider:model`."""
     rounds: int
     """Rounds run."""
     attempts: int

@@ -5,9 +5,9 @@
    the last non-empty stdout line is the answer value.
 2. Distractors: the code is re-run with MCQ_SEED = seed + 1009 k, k = 1..8, keeping each
    new distinct value, until three are found. If fewer than three come out (code that does
-   not depend on the seed) and the answer is a number, the rest come from moving it by
-   +-10% and +-20% (in a seeded order), printed with the answer's decimals, thousands
-   separators and `%` sign.
+   not depend on the seed) and the answer is a number, the rest come from the paper's
+   jitter: the answer times 1 +- d, d uniform in [0.07, 0.33] (seeded), printed with the
+   answer's decimals, thousands separators and `%` sign.
 3. Well-posedness: non-empty question text, four non-empty distinct options, exactly one of
    them equal to the answer value; otherwise `ill_posed`. Options are shuffled by a seed
    derived from the question's hash, so the answer letter is uniform.
@@ -21,6 +21,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from tradebench.benchmarks.mcq.build.jitter import JITTER_HIGH, JITTER_LOW
 from tradebench.benchmarks.mcq.eval.sandbox_tool import run_in_thread, tool_result
 from tradebench.benchmarks.mcq.mine.parse import Blocks
 from tradebench.benchmarks.mcq.mine.types import DistractorSource
@@ -28,7 +29,7 @@ from tradebench.sandbox import SandboxLimits
 
 SEED_STEP = 1009
 MAX_RESEEDS = 8
-JITTER = (1.10, 0.90, 1.20, 0.80)
+JITTER_DRAWS = 40
 MAX_VALUE_CHARS = 120
 LETTERS = ("A", "B", "C", "D")
 _NUMBER = re.compile(
@@ -92,20 +93,28 @@ def _failure(run: CodeRun, limits: SandboxLimits) -> str:
 
 
 def jitter_values(answer: str, order: random.Random) -> list[str]:
-    """The answer moved by +-10% and +-20% (seeded order), formatted like it; [] if no number."""
+    """Values 7-33% from the answer (the paper's multiplicative 0.7-1.3 jitter, seeded),
+    formatted like it; [] if the answer is no number or is zero."""
     match = _NUMBER.match(answer)
     if match is None:
         return []
     decimals = len(match.group("frac") or "")
     grouped = "," in match.group("int")
     value = float(answer.rstrip("%").replace(",", ""))
-    factors = list(JITTER)
-    order.shuffle(factors)
+    if value == 0:
+        return []
     spec = f"{',' if grouped else ''}.{decimals}f"
-    return [f"{value * f:{spec}}{match.group('unit')}" for f in factors]
+    out: list[str] = []
+    for _ in range(JITTER_DRAWS):
+        factor = 1 + order.uniform(JITTER_LOW, JITTER_HIGH) * order.choice((1, -1))
+        text = f"{value * factor:{spec}}{match.group('unit')}"
+        shown = float(text.rstrip("%").replace(",", ""))
+        if JITTER_LOW <= abs(shown - value) / abs(value) <= JITTER_HIGH:
+            out.append(text)
+    return out
 
 
-def _order(question: str, seed: int) -> random.Random:
+def _order(question: str, seed: int | str) -> random.Random:
     digest = hashlib.sha256(f"mine|{seed}|{question}".encode()).digest()
     return random.Random(int.from_bytes(digest[:8], "little"))
 
@@ -154,7 +163,10 @@ async def verify(
     source: DistractorSource = "seeds"
     order = _order(blocks.question, seed)
     if len(distractors) < 3:
-        extra = [v for v in jitter_values(answer, order) if v != answer and v not in distractors]
+        # seeded by the question and its answer alone: a repeat of a question is a repeat
+        # of its options too, so the whole-question hash finds it
+        same = _order(" ".join(blocks.question.split()).casefold(), answer)
+        extra = [v for v in jitter_values(answer, same) if v != answer and v not in distractors]
         source = "jitter" if not distractors else "seeds+jitter"
         distractors += list(dict.fromkeys(extra))[: 3 - len(distractors)]
     if len(distractors) < 3:

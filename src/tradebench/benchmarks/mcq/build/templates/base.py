@@ -21,7 +21,7 @@ from tradebench.benchmarks.mcq.config import BacktestConfig
 
 Tier = Literal["easy", "medium", "hard"]
 TIERS: tuple[Tier, ...] = ("easy", "medium", "hard")
-AnswerKind = Literal["number", "integer", "date", "choice"]
+AnswerKind = Literal["number", "integer", "date", "choice", "composite"]
 
 # The four states of the account on a given day (strategy_action_on_date options).
 ACTION_LABELS: tuple[str, ...] = (
@@ -44,7 +44,8 @@ class Answer:
 
 @dataclass(frozen=True)
 class Instance:
-    """One sampled question before options: text, answer, parameters, date candidates."""
+    """One sampled question before options: text, answer, parameters, and the candidate
+    distractors of a date or composite answer (plausible dates, alternative answers)."""
 
     text: str
     answer: Answer

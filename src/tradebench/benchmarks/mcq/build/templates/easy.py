@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tradebench.benchmarks.mcq.build.backtest import BacktestLog
+from tradebench.benchmarks.mcq.build.composite import Part, composite
 from tradebench.benchmarks.mcq.build.templates.base import (
     Answer,
     Instance,
@@ -144,9 +145,11 @@ def crossovers(log: BacktestLog, rng: np.random.Generator) -> Result:
 
 @template("easy")
 def buy_sell_signals(log: BacktestLog, rng: np.random.Generator) -> Result:
-    """Number of executed orders, buys plus sells (refused orders and a signal on the last
-    bar, which has no next open, do not count)."""
+    """Executed buy orders and executed sell orders, asked together as "B buys and S sells"
+    (refused orders and a signal on the last bar, which has no next open, do not count)."""
     if (na := _after_first_fill(log)) is not None:
         return na
-    text = "How many orders were executed in total (buys plus sells)?"
-    return Instance(text, Answer("integer", len(log.fills)))
+    buys = int((log.fills["side"] == "BUY").sum())
+    key = (Part("integer", buys), Part("integer", len(log.fills) - buys))
+    text = "How many buy orders and how many sell orders were executed?"
+    return composite(text, "{0} buys and {1} sells", key, rng)

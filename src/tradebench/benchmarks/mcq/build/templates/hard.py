@@ -63,15 +63,17 @@ def _annual(log: BacktestLog) -> float:
 
 @template("hard")
 def max_drawdown(log: BacktestLog, rng: np.random.Generator) -> Result:
-    """Maximum drawdown of the close-marked portfolio value: max over bars of (running
-    peak - value) / running peak, in percent, 2 decimals (backtrader DrawDown max.drawdown)."""
+    """Maximum drawdown of the close-marked portfolio value in money: max over bars of
+    (running peak - value), in price units, 2 decimals (backtrader DrawDown max.moneydown)."""
+    value = log.snapshots["value"].to_numpy()
+    money = float(np.max(np.maximum.accumulate(value) - value))
+    if money <= 0:
+        return NotApplicable("the answer is zero (a zero beside non-zero options is guessable)")
     text = (
-        "What was the maximum drawdown of the portfolio value (marked at each close), "
-        "in percent of the running peak?"
+        "What was the maximum drawdown of the portfolio value (marked at each close) in money: "
+        "the largest fall from a running peak, in price units?"
     )
-    return Instance(
-        text, Answer("number", max_drawdown_of(log.snapshots["value"]).depth * 100, 2, "%")
-    )
+    return Instance(text, Answer("number", money, 2), {"in": "money"})
 
 
 @template("hard")

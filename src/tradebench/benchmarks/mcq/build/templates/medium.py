@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 
 from tradebench.benchmarks.mcq.build.backtest import BacktestLog
+from tradebench.benchmarks.mcq.build.composite import Part, composite, jitter_parts
 from tradebench.benchmarks.mcq.build.templates.base import (
     ACTION_LABELS,
     Answer,
@@ -28,24 +29,42 @@ def _needs_trades(log: BacktestLog) -> NotApplicable | None:
 
 @template("medium")
 def first_buy(log: BacktestLog, rng: np.random.Generator) -> Result:
-    """Execution price of the first completed buy order (`order.executed.price`: the open
-    of the bar after the signal), 2 decimals."""
+    """The first completed buy order: its size in shares, its execution price
+    (`order.executed.price`: the open of the bar after the signal, 2 decimals) and its date,
+    asked together as "N shares at P on D". Distractors: the later buys, as the same three
+    facts. Needs four buys."""
     buys = log.fills[log.fills["side"] == "BUY"]
-    if buys.empty:
-        return NotApplicable("the strategy never bought")
-    text = "At what price was the first buy order executed?"
-    return Instance(text, Answer("number", float(buys["price"].iloc[0]), 2))
+    if len(buys) < 4:
+        return NotApplicable("fewer than 4 buys: not enough alternative buys")
+    facts = [
+        (
+            Part("integer", int(b["size"])),
+            Part("number", float(b["price"])),
+            Part("date", iso(b["date"])),
+        )
+        for _, b in buys.iterrows()
+    ]
+    text = (
+        "The first buy order that was executed: how many shares did it buy, at what execution "
+        "price, and on which date was it filled?"
+    )
+    return composite(text, "{0} shares at {1} on {2}", facts[0], rng, real=facts[1:7], vary=None)
 
 
 @template("medium")
 def trade_outcomes(log: BacktestLog, rng: np.random.Generator) -> Result:
-    """Number of closed trades whose net profit (`trade.pnlcomm`, after both commissions)
-    is strictly positive."""
+    """Closed trades counted by outcome, asked together as "W profitable and L losing":
+    W = those whose net profit (`trade.pnlcomm`, after both commissions) is strictly
+    positive, L = all other closed trades."""
     if (na := _needs_trades(log)) is not None:
         return na
-    value = int((log.trades["pnlcomm"] > 0).sum())
-    text = "How many closed trades made a strictly positive profit net of commissions?"
-    return Instance(text, Answer("integer", value))
+    wins = int((log.trades["pnlcomm"] > 0).sum())
+    key = (Part("integer", wins), Part("integer", len(log.trades) - wins))
+    text = (
+        "How many closed trades were profitable (net profit after both commissions strictly "
+        "positive) and how many were not?"
+    )
+    return composite(text, "{0} profitable and {1} losing", key, rng)
 
 
 @template("medium")
@@ -59,11 +78,15 @@ def net_pnl(log: BacktestLog, rng: np.random.Generator) -> Result:
 
 @template("medium")
 def commission(log: BacktestLog, rng: np.random.Generator) -> Result:
-    """Sum of the commissions of all executed orders (`order.executed.comm`), 2 decimals."""
+    """Sum of the commissions of all executed orders (`order.executed.comm`, 2 decimals)
+    and the number of executed orders, asked together as "C over N executed orders"."""
     if log.fills.empty:
         return NotApplicable("the strategy never traded")
-    text = "What was the total commission paid over the backtest?"
-    return Instance(text, Answer("number", float(log.fills["commission"].sum()), 2))
+    key = (Part("number", float(log.fills["commission"].sum())), Part("integer", len(log.fills)))
+    text = (
+        "What was the total commission paid over the backtest, and over how many executed orders?"
+    )
+    return composite(text, "{0} over {1} executed orders", key, rng)
 
 
 @template("medium")
@@ -75,14 +98,31 @@ def total_shares_traded(log: BacktestLog, rng: np.random.Generator) -> Result:
     return Instance(text, Answer("integer", int(log.fills["size"].sum())))
 
 
+def _held_varied(key: tuple[Part, ...], rng: np.random.Generator) -> tuple[Part, ...] | None:
+    """Days held moved by the paper's rule; flat days follow so the total stays true."""
+    moved = jitter_parts(key[:1], rng)
+    total = int(key[2].value)
+    if moved is None or not 0 < int(moved[0].value) <= total:
+        return None
+    held = int(moved[0].value)
+    return (Part("integer", held), Part("integer", total - held), key[2])
+
+
 @template("medium")
 def days_in_position(log: BacktestLog, rng: np.random.Generator) -> Result:
-    """Number of bars at whose close the position was non-zero."""
-    value = int((log.snapshots["position"] > 0).sum())
-    if value == 0:
+    """Bars at whose close the position was non-zero, bars at whose close it was flat, and
+    all bars, asked together as "H days holding shares, F days flat (of T trading days)"."""
+    held = int((log.snapshots["position"] > 0).sum())
+    if held == 0:
         return NotApplicable("the strategy never held a position")
-    text = "On how many trading days did the account hold shares at the close?"
-    return Instance(text, Answer("integer", value))
+    total = len(log.snapshots)
+    key = (Part("integer", held), Part("integer", total - held), Part("integer", total))
+    text = (
+        "On how many trading days did the account hold shares at the close, and on how many "
+        "was it flat?"
+    )
+    form = "{0} days holding shares, {1} days flat (of {2} trading days)"
+    return composite(text, form, key, rng, vary=_held_varied)
 
 
 def _quarter_peaks(value: pd.Series, exclude: pd.Timestamp) -> tuple[str, ...]:
@@ -96,15 +136,26 @@ def _quarter_peaks(value: pd.Series, exclude: pd.Timestamp) -> tuple[str, ...]:
 
 @template("medium")
 def peak_portfolio_date(log: BacktestLog, rng: np.random.Generator) -> Result:
-    """First date on which the close-marked portfolio value reached its maximum. Not asked
-    when the value never rose above the initial cash. Distractors: the peak days of other
-    calendar quarters."""
+    """First date on which the close-marked portfolio value reached its maximum, and that
+    value (2 decimals), asked together as "D at V". Not asked when the value never rose
+    above the initial cash. Distractors: the peak days of other calendar quarters, each with
+    its own value."""
     value = log.snapshots["value"]
     if value.max() <= log.config.initial_cash:
         return NotApplicable("the portfolio never rose above the initial cash")
     day = value.idxmax()
-    text = "On which date did the portfolio value (marked at the close) reach its maximum?"
-    return Instance(text, Answer("date", iso(day)), {}, _quarter_peaks(value, day))
+    key = (Part("date", iso(day)), Part("number", float(value.loc[day])))
+    others = [
+        (Part("date", d), Part("number", float(value.loc[pd.Timestamp(d)])))
+        for d in _quarter_peaks(value, day)
+    ]
+    text = (
+        "On which date did the portfolio value (marked at the close) reach its maximum, and "
+        "what was that value?"
+    )
+    if len(others) < 3:
+        return NotApplicable("fewer than 3 other quarters: not enough alternative peaks")
+    return composite(text, "{0} at {1}", key, rng, real=others[:6], vary=None)
 
 
 @template("medium")
