@@ -8,16 +8,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal
 
 import numpy as np
 
+from tradebench.benchmarks.portfolio.shown import PriceMode, PriceScale
 from tradebench.features.technical import feature_table
 from tradebench.market.ledger import AccountSnapshot
 from tradebench.market.rules import MarketRules
 from tradebench.view import MarketView
 
-PriceMode = Literal["raw", "rebased"]
+__all__ = ["PriceMode", "PriceScale", "StepContext"]
 
 
 @dataclass
@@ -55,16 +55,10 @@ class StepContext:
         """Symbols of today's universe."""
         return frozenset(self.view.symbols[self.universe].tolist())
 
-    def price(self, col: int, value: float) -> float | None:
-        """A raw price level as shown to the model (rebased to 100 when asked), rounded."""
-        if not np.isfinite(value):
-            return None
-        if self.price_mode == "rebased":
-            base = self.rebase_close[col] if self.rebase_close is not None else np.nan
-            if not np.isfinite(base) or base <= 0:
-                return None
-            return round(float(value / base * 100.0), 3)
-        return round(float(value), 3)
+    @cached_property
+    def scale(self) -> PriceScale:
+        """The step's one converter of price levels and quantities (`shown.PriceScale`)."""
+        return PriceScale(self.price_mode, self.rebase_close)
 
     def held(self) -> dict[str, int]:
         """Symbol -> shares held at T-1's close."""
