@@ -222,6 +222,8 @@ def risk_check(ctx: StepContext, orders: list[Order]) -> dict[str, Any]:
     v = ctx.view
     if v.t < 2:
         raise ToolError("not enough history for a dry run")
+    for order in orders:  # an id the data lacks is refused here, never quoted back
+        _col(ctx, order.stock_id)
     close = v.window("close", 2)
     account = _account_copy(ctx)
     quotes = DayQuotes(
