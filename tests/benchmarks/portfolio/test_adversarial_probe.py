@@ -132,13 +132,12 @@ def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     day = pd.Timestamp(start).date()
     before = pd.Timestamp(ds.panel.dates[np.searchsorted(ds.panel.dates, np.datetime64(start)) - 1])
     real = "SH600519" if "SH600519" in ds.panel.column_map else str(ds.panel.symbols[0])
+    iso, compact, slashed, _, _, short, _, _, chinese = date_forms(day)
     attacks = (
-        *date_forms(day),
+        *(iso, compact, slashed, short, chinese),
         str(before.date()),
         "day_+999",
-        "day_-9999",
         "asset_99999",
-        "asset_0000",
         f"{real[2:]}.{real[:2]}",
         real[2:],
         real,
@@ -167,7 +166,7 @@ def test_every_mode_and_mask_was_attacked(run: AdversarialRun) -> None:
     research = [c for c in run.conversations if c.mode == "open_research"]
     assert all(c.body["messages"].count for c in research)
     for c in research:  # the research attacks reached the tools (20 calls per string)
-        assert sum(m["role"] == "tool" for m in c.body["messages"]) > 300
+        assert sum(m["role"] == "tool" for m in c.body["messages"]) > 200
 
 
 def test_no_real_ticker_date_or_company_reaches_the_model(run: AdversarialRun) -> None:
@@ -233,7 +232,7 @@ def test_feedback_reads_the_same_whatever_a_field_held(run: AdversarialRun) -> N
                 continue  # a real ticker is a valid id where tickers are shown
             assert _feedback(sent) == _feedback(twin), (c.mode, c.mask, x, call, sent, twin)
             checked += 1
-    assert checked > 1500
+    assert checked > 1000
 
 
 def _price_levels(ds: Dataset, symbol: str, end: str) -> np.ndarray:
@@ -358,3 +357,23 @@ def test_no_ratio_of_account_numbers_gives_a_raw_price(run: AdversarialRun) -> N
                 assert implied == pytest.approx(rebased, rel=0.01), (c.mode, channel)
             judged += 1
     assert judged >= 12
+
+
+def test_limit_prices_carry_no_raw_price_tick(run: AdversarialRun) -> None:
+    """Under rebased prices a limit price is the shown close moved by the limit, to display
+    rounding; the exchange's limit price (a raw price rounded to its 0.01 tick) would tell
+    the raw level by how far the rounding moved it. Under raw prices it is that price."""
+    rel = {"raw": [], "rebased": []}
+    for c in run.conversations:
+        for snap in _tool_results(c.body, "get_stock_snapshot"):
+            if "bars" not in snap or snap.get("next_limit_up") is None:
+                continue
+            close, pct = snap["bars"][-1]["close"], snap["limit_pct"]
+            for shown, sign in ((snap["next_limit_up"], 1), (snap["next_limit_down"], -1)):
+                rel[run.price_mode].append(abs(shown / (close * (1 + sign * pct)) - 1))
+    moved = np.asarray(rel[run.price_mode])
+    assert moved.size >= 8
+    if run.price_mode == "rebased":
+        assert moved.max() < 2e-5, moved.max()  # 3 decimals on a level near 100
+    else:
+        assert moved.max() > 1e-4  # the tick shows: the check can fail
