@@ -51,7 +51,10 @@ OUTCOME_TEXT = {
     RejectCode.SUSPENDED: "the stock is suspended today",
     RejectCode.INSUFFICIENT_CASH: "not enough cash",
     RejectCode.LOT_SIZE: "not a whole number of lots",
-    RejectCode.INVALID_ORDER: "the order cannot be executed as sized",
+    RejectCode.INVALID_ORDER: (
+        "the order cannot be executed as sized (a target weight not beyond the current one, "
+        "or more than is held)"
+    ),
 }
 """A broker record's code in words, for the rebased frame: the broker's own messages quote
 real share counts, which next to units would give the rebase close back."""
