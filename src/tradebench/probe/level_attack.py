@@ -113,7 +113,8 @@ def shown_after_buy(
     ds: Dataset, pos: int, symbol: str, price_mode: PriceMode, level: MaskLevel, seed: int = 0
 ) -> tuple[Shown, Truth] | None:
     """The next step's account as the masked agent reads it, and the truth; None when the
-    buy did not fill (suspended, at a limit, more than the weight allows)."""
+    buy did not fill (suspended, at a limit, one lot above the weight) or `pos` is the
+    data's last day (no next step)."""
     panel = ds.panel
     rules = MarketRules.for_market(ds.market)
     account, record = _bought(ds, pos, symbol, rules)
