@@ -9,7 +9,12 @@ numbers as shown it forms the ratios an attacker would:
 
 - `state`: NAV x weight / shares of the holding in `get_portfolio_state` (the close);
 - `account`: NAV x weight / shares of the holding line of the account text (the close);
-- `fill`: the cash spent less the cost, over the shares filled (the fill price).
+- `fill`: the cash spent less the cost, over the shares filled (the fill price);
+- `one_lot`: the holding's value (NAV x weight) over one lot's shares, a guess that the
+  position is a single lot. Not a ratio of two shown numbers but the lot rule itself: with
+  a known cash amount, weights give values in the currency, and a value is a whole number
+  of lots times the price. It hits where the buy came to one lot (a stock whose lot costs
+  more than half the weight bought), in any price mode.
 
 A guess is a hit when it lies within `TOLERANCE` of the true raw price. The constant guess
 of the rebased level (100) is the baseline: it hits the stocks that trade near 100 anyway.
@@ -43,7 +48,7 @@ from tradebench.view import MarketView
 
 TOLERANCE = 0.05
 """A recovered price within 5% of the true one is a hit."""
-CHANNELS = ("state", "account", "fill")
+CHANNELS = ("state", "account", "fill", "one_lot")
 BUY_WEIGHT = 0.2
 """The weight of the one buy that makes the account hold the stock."""
 _ACCOUNT = re.compile(r"cash \S+ ([\d,.]+) \([\d.]+% of NAV\); NAV \S+ ([\d,.]+)")
@@ -60,6 +65,7 @@ class Shown:
     user: str
     """The memory-only user message (account text and yesterday's fill), masked."""
     initial_cash: float
+    lot_size: int
 
 
 @dataclass(frozen=True)
@@ -82,6 +88,7 @@ def recover(shown: Shown) -> dict[str, float]:
     for p in shown.state.get("positions") or []:
         if p.get("shares") and p.get("weight") is not None:
             out["state"] = shown.state["nav"] * p["weight"] / p["shares"]
+            out["one_lot"] = shown.state["nav"] * p["weight"] / shown.lot_size
     account = _ACCOUNT.search(shown.user)
     if account is None:
         return out
@@ -131,7 +138,7 @@ def shown_after_buy(
     step = StepInfo(2, 2, (record,), 0.0, 0.0)
     user = user_message(ctx, masker, load_prompts(), "memory_only", step, currency="CNY")
     truth = Truth(float(view.last("close")[view.column(symbol)]), float(record.fill_price or 0))
-    return Shown(state, user, rules.initial_cash), truth
+    return Shown(state, user, rules.initial_cash, rules.lot_size), truth
 
 
 def attack_levels(

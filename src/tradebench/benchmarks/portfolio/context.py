@@ -29,7 +29,8 @@ class StepContext:
         account: the account at T-1's close.
         rules: the market rules orders will face.
         price_mode: `raw` shows real price levels; `rebased` shows each symbol's prices
-            relative to 100 at `rebase_day` (the last visible day before the episode).
+            relative to 100 at `rebase_day` (the last visible day before the episode) and
+            its quantities in rebased units; `scale` is the one converter.
         rebase_close: (N,) raw closes at the rebase day (NaN where unknown).
     """
 

@@ -294,8 +294,9 @@ def submit_tool(
 ) -> SubmitTool:
     """`submit_action`: the schema shown (`submit_schema.action_schema`: the legal ids,
     one size per order, bounds from `limits`), then the benchmark's own checks, each
-    refusal coded and masked. `buyable` restricts BUY orders to a candidate pool
-    (fixed-candidate mode); `limits` default to a reply of `DEFAULT_MAX_TOKENS`."""
+    refusal coded and worded from structure (`render_problems`). `buyable` restricts BUY
+    orders to a candidate pool (fixed-candidate mode); `limits` default to a reply of
+    `DEFAULT_MAX_TOKENS`. An order's `shares` is read through `real_shares`."""
     legal = _Legal(ctx.universe_set, buyable, ctx.held())
     buy = legal.universe if buyable is None else legal.universe & buyable
     schema = action_schema(
