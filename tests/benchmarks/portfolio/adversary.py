@@ -7,7 +7,7 @@ out of range) and the same call with a neutral string of the same length (`neutr
 Feedback built from structure reads the same for both; feedback that quotes or re-masks
 what was sent does not. Every tool argument and every submission field gets each `X`;
 then come malformed JSON, an unreadable body, and at last a valid trade (so the next step
-shows holdings, fills and costs).
+shows holdings, fills and costs; the second step only reads the account and trades).
 """
 
 from __future__ import annotations
@@ -89,20 +89,23 @@ class Adversary:
             {**with_order(), x: "extra"},
         ]
 
-    def research_script(self, ident: str) -> list[Reply]:
-        """Every attack in every research argument, malformed JSON, an unreadable body,
-        then the honest research calls that show the account."""
+    def research_script(self, ident: str, step: int) -> list[Reply]:
+        """Every attack in every research argument, malformed JSON, an unreadable body
+        (on the first step), then the honest research calls that show the account."""
         replies = []
-        for x in self.attacks:
+        for x in self.attacks if step == 0 else ():
             calls: list[tuple[str, dict[str, Any]]] = []
             for name, args in self.research(x, ident):
                 twin = json.loads(json.dumps(args).replace(json.dumps(x)[1:-1], neutral(x)))
                 calls += [(name, args), (name if name != x else neutral(x), twin)]
             replies.append(Reply.tools(*calls))
         first = self.attacks[0]
+        if step == 0:
+            replies += [
+                Reply.truncated("get_stock_snapshot", {"stock_id": first, "lookback": 5}),
+                Reply.garbage(f"<html>{' '.join(self.attacks)}</html>"),
+            ]
         replies += [
-            Reply.truncated("get_stock_snapshot", {"stock_id": first, "lookback": 5}),
-            Reply.garbage(f"<html>{' '.join(self.attacks)}</html>"),
             Reply.tools(
                 ("get_portfolio_state", {}),
                 ("get_stock_snapshot", {"stock_id": ident, "lookback": 30}),
@@ -113,10 +116,11 @@ class Adversary:
         return replies
 
     def submission_script(self, ident: str, step: int) -> list[Reply]:
-        """Every attack in every submission field, malformed JSON, an unreadable body, and
-        a valid decision: buy `ident` on the first step, trim it on the next."""
+        """Every attack in every submission field, malformed JSON, an unreadable body (on
+        the first step), and a valid decision: buy `ident` on the first step, trim it on
+        the next."""
         replies = []
-        for x in self.attacks:
+        for x in self.attacks if step == 0 else ():
             calls = []
             for args in self.submissions(x, ident):
                 twin = json.loads(json.dumps(args).replace(json.dumps(x)[1:-1], neutral(x)))
@@ -135,12 +139,12 @@ class Adversary:
             ],
             "overall_reason": "one position in the first listed name, nothing else",
         }
-        return [
-            *replies,
-            Reply.truncated(SUBMIT, {"orders": [{"stock_id": self.attacks[0]}]}),
-            Reply.garbage(f"<html>{' '.join(self.attacks)}</html>"),
-            Reply.tool(SUBMIT, valid),
-        ]
+        if step == 0:
+            replies += [
+                Reply.truncated(SUBMIT, {"orders": [{"stock_id": self.attacks[0]}]}),
+                Reply.garbage(f"<html>{' '.join(self.attacks)}</html>"),
+            ]
+        return [*replies, Reply.tool(SUBMIT, valid)]
 
     def __call__(self, req: RecordedRequest) -> Reply:
         """The next reply of the conversation `req` carries."""
@@ -151,7 +155,7 @@ class Adversary:
         script = (
             self.submission_script(ident, step)
             if req.forced_tool() == SUBMIT
-            else self.research_script(ident)
+            else self.research_script(ident, step)
         )
         return script[min(_turn(messages), len(script) - 1)]
 

