@@ -22,6 +22,7 @@ from tradebench.llm.loopback import RecordedRequest, Reply
 NEUTRAL = "Q"
 LISTED_RE = re.compile(r"(?:Identifiers|Preview): ([^\n]+)")
 TABLE_RE = re.compile(r"^\| (\S+) \| \w+ \|", re.MULTILINE)
+HELD_RE = re.compile(r"^- (\S+): [\d,.]+ shares", re.MULTILINE)
 SUBMIT = "submit_action"
 PAD = " is the reason written in this order field"
 
@@ -115,10 +116,10 @@ class Adversary:
         ]
         return replies
 
-    def submission_script(self, ident: str, step: int) -> list[Reply]:
+    def submission_script(self, ident: str, step: int, held: str | None) -> list[Reply]:
         """Every attack in every submission field, malformed JSON, an unreadable body (on
-        the first step), and a valid decision: buy `ident` on the first step, trim it on
-        the next."""
+        the first step), and a valid decision: buy `ident` on the first step, trim the
+        holding `held` on the next (or hold when nothing was bought)."""
         replies = []
         for x in self.attacks if step == 0 else ():
             calls = []
@@ -127,16 +128,16 @@ class Adversary:
                 calls += [(SUBMIT, args), (SUBMIT, twin)]
             replies.append(Reply.tools(*calls))
         side, weight = ("BUY", 0.3) if step == 0 else ("SELL", 0.1)
+        target = ident if step == 0 else held
+        order = {
+            "stock_id": target,
+            "side": side,
+            "target_weight": weight,
+            "confidence": 0.6,
+            "reason": "the first listed name, sized on purpose",
+        }
         valid = {
-            "orders": [
-                {
-                    "stock_id": ident,
-                    "side": side,
-                    "target_weight": weight,
-                    "confidence": 0.6,
-                    "reason": "the first listed name, sized on purpose",
-                }
-            ],
+            "orders": [order] if target else [],
             "overall_reason": "one position in the first listed name, nothing else",
         }
         if step == 0:
@@ -152,8 +153,9 @@ class Adversary:
         user = messages[1]["content"]
         ident = _first_id(user)
         step = 0 if "Step 1 of" in user else 1
+        held = HELD_RE.search(user)
         script = (
-            self.submission_script(ident, step)
+            self.submission_script(ident, step, held.group(1) if held else None)
             if req.forced_tool() == SUBMIT
             else self.research_script(ident, step)
         )

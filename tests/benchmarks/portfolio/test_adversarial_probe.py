@@ -157,6 +157,7 @@ def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
         requests = list(server.requests)
     llm = summary[summary["kind"] == "llm"]
     assert (llm["status"] == "done").all() and len(llm) == 12
+    assert (llm["fallback_steps"] == 0).all()  # after every attack, a valid decision
     return AdversarialRun(name, price_mode, ds, _conversations(requests), folder)
 
 
