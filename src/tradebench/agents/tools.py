@@ -37,9 +37,11 @@ def schema_issues(validator: Draft202012Validator, arguments: dict[str, Any]) ->
     """Up to `MAX_ISSUES` JSON Schema violations as `{"path", "message"}` dicts, each message
     built from the schema alone (`issue_text`: the rule and what it allows, never the value
     the model wrote)."""
-    issues = []
+    issues: list[dict] = []
     for error in sorted(validator.iter_errors(arguments), key=lambda e: list(e.path)):
-        issues.append({"path": issue_path(error), "message": rule_text(error)[:300]})
+        issue = {"path": issue_path(error), "message": rule_text(error)[:300]}
+        if issue not in issues:  # one `required` error per missing name, one text for all
+            issues.append(issue)
         if len(issues) == MAX_ISSUES:
             break
     return issues
