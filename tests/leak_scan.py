@@ -99,3 +99,36 @@ def find_leaks(
                 if _as_date(kind, match.groups()) in days:
                     found.append(match.group(0))
     return found
+
+
+NUMBER_RE = re.compile(r"(?<![\w.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\d.,]*%)(?![\w])")
+"""A number as text or JSON writes it (`1,234.56`, `17.37`, `-0.05`, `100`); a percentage
+(`+2.35%`) is a share, not a level, and is left out."""
+
+
+def numbers(text: str) -> list[tuple[float, int]]:
+    """Every number in `text` with its count of decimals."""
+    out = []
+    for token in NUMBER_RE.findall(text):
+        plain = token.replace(",", "")
+        out.append((float(plain), len(plain.split(".")[1]) if "." in plain else 0))
+    return out
+
+
+def find_price_levels(text: str, prices: Iterable[float]) -> list[float]:
+    """Numbers written with 2 decimals or more that are one of the raw `prices` (on their
+    0.01 tick): a raw level put in front of the model. A number off the tick (`23.4512`, a
+    rebased `101.234`) is no raw price; one with fewer decimals is a count or a score
+    (`33.1`), so a raw level on a 0.1 tick written short is not looked for."""
+    levels = {round(float(p), 2) for p in prices if np.isfinite(p)}
+    return [
+        value
+        for value, decimals in numbers(text)
+        if decimals >= 2 and abs(value - round(value, 2)) < 1e-9 and round(value, 2) in levels
+    ]
+
+
+def find_names(text: str, names: Iterable[str]) -> list[str]:
+    """Company names (3 characters or more) found in `text`, case-insensitive."""
+    lowered = text.lower()
+    return [n for n in {str(n) for n in names if n and len(str(n)) >= 3} if n.lower() in lowered]

@@ -84,6 +84,10 @@ def episode_seed(seed: int, episode_id: str) -> int:
     return int.from_bytes(digest[:8], "little")
 
 
+UNKNOWN_ID = "unknown asset id: use the asset ids shown (asset_0001 style)"
+"""The refusal of an id that is no alias of the episode. Like every refusal here it never
+quotes what was sent: a message quoting the id, masked on its way out, would turn a real
+ticker sent in into its alias."""
 ID_FIELDS = frozenset({"stock_id", "stock_ids"})
 """Argument fields that carry asset identifiers (one id or a list of ids)."""
 
@@ -281,21 +285,17 @@ class Masker:
             return ident
         if ident in self.symbol_of:
             return self.symbol_of[ident]
-        raise ToolError(
-            f"unknown asset id {ident!r}: use the asset ids shown (asset_0001 style)"
-            if ALIAS_RE.fullmatch(ident)
-            else "unknown asset id: use the asset ids shown"
-        )
+        raise ToolError(UNKNOWN_ID)
 
     def unmask_day(self, label: str) -> np.datetime64:
         """Real date for `day_+N` (or an ISO date when dates are visible)."""
         m = DAY_RE.fullmatch(label.strip())
         if hides_dates(self.level):
             if m is None:
-                raise ToolError(f"unknown day {label!r}: use day_+N / day_-N labels")
+                raise ToolError("unknown day: use day_+N / day_-N labels")
             pos = self.origin + int(m.group(1))
             if not 0 <= pos < len(self.calendar):
-                raise ToolError(f"day {label!r} is outside the data")
+                raise ToolError("that day is outside the data")
             return self.calendar[pos]
         return np.datetime64(pd.Timestamp(label).date(), "D")
 

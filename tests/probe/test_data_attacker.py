@@ -37,11 +37,13 @@ def test_finds_every_stock_and_date_on_raw_prices(scored: pd.DataFrame):
         assert hits.all()
 
 
-def test_rebasing_hides_levels_but_not_returns_or_volume(scored: pd.DataFrame):
-    for signal in ("returns", "volume", "combined"):
-        assert _rows(scored, f"data:{signal}", "rebased")["joint"].all(), signal
-    levels = _rows(scored, "data:levels", "rebased")
-    assert levels["joint"].mean() < 0.5
+def test_rebasing_hides_price_and_volume_levels_but_not_returns(scored: pd.DataFrame):
+    """Rebased payloads show volume in rebased units (amount / volume would be a raw
+    price), so matching raw volume levels fails like matching price levels; the returns
+    still find every stock and date."""
+    assert _rows(scored, "data:returns", "rebased")["joint"].all()
+    for signal in ("levels", "volume", "combined"):
+        assert _rows(scored, f"data:{signal}", "rebased")["joint"].mean() < 0.5, signal
 
 
 def test_observed_reads_the_snapshot_bars(synth_probes: ProbeSet):

@@ -114,7 +114,7 @@ def test_blinded_episode_shows_attempts_rejections_feedback_and_reasons(
     rejected = re.findall(row, text)
     assert rejected == [("1", "1"), ("2", "1"), ("2", "2"), ("2", "3"), ("2", "4")]  # step, try
     assert "&quot;attempts_left&quot;:0}}" in text  # the fifth, from the trace
-    assert re.search(r"\[NOT_HELD\] you hold no asset_\d{4}", text)
+    assert "[NOT_HELD] you hold no such stock to sell" in text
     assert html.escape(BUY_REASON) in text and BUY_REASON not in text  # escaped
     rows = re.findall(r'<tr><td class="num">(\d)</td><td class="reason">step \d: start', text)
     assert rows == ["1", "3"]  # step 2 fell back: reasons of steps 1 and 3

@@ -10,6 +10,9 @@
    to `max_submit_retries` times.
 3. Fallback: if no attempt is accepted, the action is None (do nothing).
 
+Feedback names what went wrong from structure (the kind, the field, the rule, what is
+allowed) and never quotes what the model wrote: behind a mask, an echo is an oracle.
+
 Where a run can stop: any model call may raise `BudgetExceeded` (token or cost cap). The
 loop re-raises it as `LoopBudgetExceeded`, whose `.result` holds the partial record;
 catch `BudgetExceeded` at step boundaries, save the step records and stop. Every reply
@@ -60,6 +63,10 @@ __all__ = [
     "ToolCallRecord",
     "run_tool_loop",
 ]
+
+
+UNREADABLE = "the reply could not be read as text or as a tool call"
+"""What the model is told about an unreadable reply (never the reply itself)."""
 
 
 def to_json(value: Any) -> str:
@@ -180,10 +187,12 @@ class _ToolLoop:
                 self.complain(response, "no_submission", hint, attempts_left=self.attempts_left)
 
     def complain(self, response: ChatResponse, kind: str, hint: str, **extra: Any) -> None:
-        """Keep any text the model wrote, then tell it what went wrong (as a user turn)."""
+        """Keep any text the model wrote, then tell it what went wrong (as a user turn), in
+        fixed words: the reader's own account (`parse_error`, which may quote the reply) stays
+        in the model-call record."""
         if response.message.content:
             self.messages.append(Message(role="assistant", content=response.message.content))
-        reason = response.parse_error or "the reply contained no tool call"
+        reason = UNREADABLE if response.parse_error else "the reply contained no tool call"
         self.messages.append(Message(role="user", content=_error(kind, reason, hint=hint, **extra)))
 
     async def run_calls(self, response: ChatResponse, phase: Phase) -> None:
@@ -221,13 +230,13 @@ class _ToolLoop:
         tool = self.tools.get(call.name)
         if tool is None:
             known = sorted([*self.tools, self.submit.name])
-            return _bad("unknown_tool", f"no tool named {call.name!r}", available=known)
+            return _bad("unknown_tool", "no tool has that name", available=known)
         if self.research_calls >= self.config.max_tool_calls:
             limit = self.config.max_tool_calls
             return _bad("over_limit", f"the research limit of {limit} tool calls is reached")
         self.research_calls += 1
         if malformed is not None:
-            return _bad("malformed_json", malformed, raw_arguments=call.raw_arguments[:500])
+            return _bad("malformed_json", malformed)
         try:
             result = await tool.run(call.arguments)
         except ArgumentError as exc:

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 
+from tradebench.agents.issue_text import issue_path, rule_text
 from tradebench.errors import ToolError
 from tradebench.llm.types import ToolSpec
 
@@ -33,11 +34,14 @@ class ArgumentError(ToolError):
 
 
 def schema_issues(validator: Draft202012Validator, arguments: dict[str, Any]) -> list[dict]:
-    """Up to `MAX_ISSUES` JSON Schema violations as `{"path", "message"}` dicts."""
-    issues = []
+    """Up to `MAX_ISSUES` JSON Schema violations as `{"path", "message"}` dicts, each message
+    built from the schema alone (`issue_text`: the rule and what it allows, never the value
+    the model wrote)."""
+    issues: list[dict] = []
     for error in sorted(validator.iter_errors(arguments), key=lambda e: list(e.path)):
-        path = "/".join(str(p) for p in error.path) or "(root)"
-        issues.append({"path": path, "message": error.message[:300]})
+        issue = {"path": issue_path(error), "message": rule_text(error)[:300]}
+        if issue not in issues:  # one `required` error per missing name, one text for all
+            issues.append(issue)
         if len(issues) == MAX_ISSUES:
             break
     return issues

@@ -175,3 +175,56 @@ def report(
 
     path = build_probe_report(results, out)
     console.print(f"wrote [bold]{path}[/]")
+
+
+@app.command()
+@exits_on_error
+def levels(
+    probes: Annotated[Path, typer.Argument(help="Probe file of `probe build`.")],
+    dataset: Annotated[
+        Path | None, typer.Option(help="Dataset of the attack (default: the build's).")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Parquet file of every attempt.")
+    ] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Only the first N probes.")] = None,
+) -> None:
+    """Price-level attack: buy each probe's stock, then read its raw price back from the
+    blinded account (state, account text, fill) under raw and rebased prices.
+
+    Example: tradebench probe levels probes.jsonl -o levels.parquet
+    """
+    from rich.table import Table
+
+    from tradebench.data import load_dataset
+    from tradebench.probe.level_attack import attack_levels, level_rates, probe_pairs
+    from tradebench.probe.store import read_probe_set
+
+    probe_set = read_probe_set(probes)
+    ds = load_dataset(dataset or Path(probe_set.header.dataset))
+    chosen = probe_set.probes[:limit] if limit else probe_set.probes
+    results = attack_levels(ds, probe_pairs(chosen, ds.panel.dates))
+    if out is not None:
+        results.to_parquet(out, index=False)
+    table = Table(
+        "price mode",
+        "channel",
+        "n",
+        "within 5%",
+        "95% CI",
+        "constant 100",
+        "beyond constant",
+        "median error",
+    )
+    for r in level_rates(results).itertuples():
+        table.add_row(
+            r.price_mode,
+            r.channel,
+            str(r.n),
+            f"{r.rate:.1%}",
+            f"[{r.low:.1%}, {r.high:.1%}]",
+            f"{r.constant_rate:.1%}",
+            str(r.beyond_constant),
+            f"{r.median_error:.1%}",
+        )
+    console.print(table)

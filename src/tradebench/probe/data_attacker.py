@@ -12,6 +12,9 @@ difference over the bars, on one signal:
   matched against the index series; it names no stock (ticker `unknown`), so its ticker
   and joint rates are zero by construction.
 
+The price-level attack on the account a blinded agent reads (holdings, fills) is in
+`level_attack`.
+
 Candidates are restricted to the board the payload shows. The guess is the five closest
 symbols (each at its best window), the date of the best window's last bar, and the
 best symbol's sector. Fully vectorised: one (windows x symbols x bars) array per payload.

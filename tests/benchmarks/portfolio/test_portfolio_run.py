@@ -113,7 +113,8 @@ def test_invalid_actions_retry_then_fall_back(cn_dataset_dir: Path, tmp_path: Pa
     trace = trace_lines(folder)
     assert all(t["fallback"] for t in trace)
     feedback = [c["error"] for t in trace for c in t["tool_calls"] if c.get("error")]
-    assert any("asset_9999" in f for f in feedback)  # structured feedback went back
+    assert any("[UNKNOWN_ID]" in f for f in feedback)  # structured feedback went back
+    assert not any("asset_9999" in f for f in feedback)  # quoting nothing the model sent
 
 
 def test_cost_from_the_price_table(cn_dataset_dir: Path, tmp_path: Path) -> None:

@@ -109,17 +109,18 @@ def test_masked_outputs_leak_nothing(cn: Dataset, level: str) -> None:
         assert leaks == [], (name, leaks[:5])
 
 
-def test_unknown_alias_gets_a_masked_error(cn: Dataset) -> None:
+def test_an_unknown_id_gets_one_error_whatever_was_sent(cn: Dataset) -> None:
+    """The refusal quotes nothing: an alias out of range and a real ticker read the same."""
     view = MarketView(cn, DAY)
     snap = Account(1e6).snapshot(view.last("close"), view.column_map)
     masker = build_masker("blinded", cn.panel.symbols, cn.panel.dates, DAY, 1, "e")
     tools = {t.name: t for t in research_tools(StepContext(view, snap, MarketRules.cn()), masker)}
-    with pytest.raises(ToolError) as err:
-        asyncio.run(tools["get_stock_snapshot"].run({"stock_id": "asset_9999"}))
-    assert "asset_9999" in str(err.value)
-    with pytest.raises(ToolError) as err2:
-        asyncio.run(tools["get_stock_snapshot"].run({"stock_id": "SH600519"}))
-    assert "SH600519" not in str(err2.value)
+    messages = set()
+    for sent in ("asset_9999", "SH600519", "600519.SH"):
+        with pytest.raises(ToolError) as err:
+            asyncio.run(tools["get_stock_snapshot"].run({"stock_id": sent}))
+        messages.add(str(err.value))
+    assert messages == {"unknown asset id: use the asset ids shown (asset_0001 style)"}
 
 
 def test_alias_reaches_data_as_real_symbol(cn: Dataset) -> None:

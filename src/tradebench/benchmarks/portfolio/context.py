@@ -8,16 +8,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal
 
 import numpy as np
 
+from tradebench.benchmarks.portfolio.shown import PriceMode, PriceScale
 from tradebench.features.technical import feature_table
 from tradebench.market.ledger import AccountSnapshot
 from tradebench.market.rules import MarketRules
 from tradebench.view import MarketView
 
-PriceMode = Literal["raw", "rebased"]
+__all__ = ["PriceMode", "PriceScale", "StepContext"]
 
 
 @dataclass
@@ -29,7 +29,8 @@ class StepContext:
         account: the account at T-1's close.
         rules: the market rules orders will face.
         price_mode: `raw` shows real price levels; `rebased` shows each symbol's prices
-            relative to 100 at `rebase_day` (the last visible day before the episode).
+            relative to 100 at `rebase_day` (the last visible day before the episode) and
+            its quantities in rebased units; `scale` is the one converter.
         rebase_close: (N,) raw closes at the rebase day (NaN where unknown).
     """
 
@@ -55,16 +56,10 @@ class StepContext:
         """Symbols of today's universe."""
         return frozenset(self.view.symbols[self.universe].tolist())
 
-    def price(self, col: int, value: float) -> float | None:
-        """A raw price level as shown to the model (rebased to 100 when asked), rounded."""
-        if not np.isfinite(value):
-            return None
-        if self.price_mode == "rebased":
-            base = self.rebase_close[col] if self.rebase_close is not None else np.nan
-            if not np.isfinite(base) or base <= 0:
-                return None
-            return round(float(value / base * 100.0), 3)
-        return round(float(value), 3)
+    @cached_property
+    def scale(self) -> PriceScale:
+        """The step's one converter of price levels and quantities (`shown.PriceScale`)."""
+        return PriceScale(self.price_mode, self.rebase_close)
 
     def held(self) -> dict[str, int]:
         """Symbol -> shares held at T-1's close."""

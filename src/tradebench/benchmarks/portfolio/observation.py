@@ -9,6 +9,7 @@ import numpy as np
 from tradebench.benchmarks.portfolio.context import StepContext
 from tradebench.benchmarks.portfolio.prompt_files import PromptSet
 from tradebench.benchmarks.portfolio.rules_text import constraints_line
+from tradebench.benchmarks.portfolio.shown import UNITS_NOTE, PriceScale
 from tradebench.features.technical import FEATURES, TRADING_DAYS
 from tradebench.market.orders import OrderRecord
 from tradebench.masking import Masker
@@ -66,7 +67,7 @@ def feature_table(ctx: StepContext, masker: Masker, k: int) -> str:
     rows = []
     for c in cols:
         f = {name: ctx.features[name][c] for name in FEATURES}
-        price = ctx.price(int(c), float(close[c]))
+        price = ctx.scale.price(int(c), float(close[c]))
         rows.append(
             (
                 masker.symbol_label(str(ctx.view.symbols[c])),
@@ -97,42 +98,60 @@ def feature_table(ctx: StepContext, masker: Masker, k: int) -> str:
     return f"\n{intro}\n{head}\n{body}\n"
 
 
+def _quantity(x: float | int | None) -> str:
+    """A quantity as written: whole shares with separators, rebased units with 2 decimals."""
+    if x is None:
+        return "n/a"
+    return f"{x:,}" if isinstance(x, int) else f"{x:,.2f}"
+
+
 def account_text(ctx: StepContext, masker: Masker, currency: str, prices: bool) -> str:
     """Cash (also as a share of NAV), NAV and each holding; the holding's close only when
-    the mode shows prices (memory-only shows none)."""
-    a = ctx.account
+    the mode shows prices (memory-only shows none). Under rebased prices holdings are in
+    rebased units and a line says so (`shown.UNITS_NOTE`)."""
+    a, scale = ctx.account, ctx.scale
     share = a.cash / a.nav * 100 if a.nav > 0 else 0.0
     lines = [
         f"cash {currency} {a.cash:,.2f} ({share:.2f}% of NAV); NAV {currency} {a.nav:,.2f}; "
         f"{len(a.positions)} holdings"
     ]
+    if scale.hides_levels:
+        lines.append(f"({UNITS_NOTE})")
     for p in sorted(a.positions, key=lambda p: masker.symbol_label(p.symbol)):
+        col = ctx.view.column(p.symbol)
         line = (
-            f"- {masker.symbol_label(p.symbol)}: {p.shares:,} shares "
-            f"(sellable {p.available:,}), weight {p.weight * 100:.2f}%"
+            f"- {masker.symbol_label(p.symbol)}: {_quantity(scale.quantity(col, p.shares))} "
+            f"shares (sellable {_quantity(scale.quantity(col, p.available))}), "
+            f"weight {p.weight * 100:.2f}%"
         )
         if prices:
-            price = ctx.price(ctx.view.column(p.symbol), p.close)
+            price = scale.price(col, p.close)
             line += f", close {'n/a' if price is None else f'{price:.2f}'}"
         lines.append(line)
     return "\n".join(lines)
 
 
-def _outcome_text(records: tuple[OrderRecord, ...], masker: Masker) -> str:
+def _outcome_text(
+    records: tuple[OrderRecord, ...], masker: Masker, scale: PriceScale, columns: dict[str, int]
+) -> str:
+    """Yesterday's orders as executed: fills in shown quantities, refusals by the broker's
+    note (`PriceScale.note`: its words under raw prices, its code's under rebased)."""
     if not records:
         return "no orders"
     lines = []
     for r in records:
         ident = masker.symbol_label(r.symbol)
+        note = scale.note(r)
         if r.status == "rejected":
             lines.append(
                 f"- {r.side} {ident}: rejected {r.reject_code.value if r.reject_code else ''}"
-                f" ({masker.mask_text(r.message)})"
+                f" ({masker.mask_text(note)})"
             )
         else:
+            filled = _quantity(scale.quantity(columns.get(r.symbol, -1), r.filled_shares))
             lines.append(
-                f"- {r.side} {ident}: {r.status} {r.filled_shares:,} shares, "
-                f"cost {r.cost:,.2f}" + (f" ({masker.mask_text(r.message)})" if r.message else "")
+                f"- {r.side} {ident}: {r.status} {filled} shares, "
+                f"cost {r.cost:,.2f}" + (f" ({masker.mask_text(note)})" if note else "")
             )
     return "\n".join(lines)
 
@@ -161,7 +180,7 @@ def user_message(
         universe_size=len(ids),
         universe_listing=listing,
         feature_table=feature_table(ctx, masker, candidates_k) if mode == "fixed_candidate" else "",
-        previous_outcome=_outcome_text(step.previous, masker),
+        previous_outcome=_outcome_text(step.previous, masker, ctx.scale, ctx.view.column_map),
         cum_return=_pct(step.cum_return),
         bench_return=_pct(step.bench_return),
         benchmark=benchmark,

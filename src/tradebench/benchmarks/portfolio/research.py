@@ -2,7 +2,9 @@
 
 Each function takes a `StepContext` and already-unmasked arguments and returns JSON-able
 data with real symbols and ISO dates; `tools.py` wraps them with masking and schemas.
-Numbers are computed on the real series; only identifiers and dates are masked later.
+Numbers are computed on the real series; every price level and every quantity of a stock
+is shown through the step's one converter, `ctx.scale` (`shown.PriceScale`), and only
+identifiers and dates are masked later. A refusal never quotes an argument.
 """
 
 from __future__ import annotations
@@ -12,11 +14,12 @@ from typing import Any
 import numpy as np
 
 from tradebench.benchmarks.portfolio.context import StepContext
+from tradebench.benchmarks.portfolio.shown import UNITS_NOTE, PriceScale
 from tradebench.errors import ToolError
 from tradebench.features.technical import FEATURES
 from tradebench.market.broker import DayQuotes, ExecutionContext, execute_orders
 from tradebench.market.ledger import Account
-from tradebench.market.orders import Order
+from tradebench.market.orders import Order, OrderRecord
 
 SCREEN_FEATURES = FEATURES
 
@@ -28,7 +31,7 @@ def _r(x: float, digits: int = 4) -> float | None:
 def _col(ctx: StepContext, symbol: str) -> int:
     col = ctx.view.column(symbol)
     if col < 0:  # only where symbols are shown: a masked id is checked when it is unmasked
-        raise ToolError(f"unknown stock id {symbol}")
+        raise ToolError("unknown stock id: use the stock ids shown")
     return col
 
 
@@ -72,7 +75,7 @@ def screen_candidates(
 ) -> dict[str, Any]:
     """Rank today's universe by a feature, with optional board and suspension filters."""
     if feature not in SCREEN_FEATURES:
-        raise ToolError(f"unknown feature {feature!r}; choose one of {list(SCREEN_FEATURES)}")
+        raise ToolError(f"unknown feature; choose one of {list(SCREEN_FEATURES)}")
     cols = ctx.universe
     if board:
         cols = cols[ctx.view.boards[cols] == board]
@@ -99,25 +102,22 @@ def _limit_prices(ctx: StepContext, col: int) -> dict[str, Any]:
     pct = float(ctx.view.limit_pct[col])
     if pct <= 0 or not np.isfinite(close):
         return {"limit_pct": pct or None, "next_limit_up": None, "next_limit_down": None}
-    return {
-        "limit_pct": pct,
-        "next_limit_up": ctx.price(col, round(close * (1 + pct), 2)),
-        "next_limit_down": ctx.price(col, round(close * (1 - pct), 2)),
-    }
+    up, down = ctx.scale.limit_prices(col, close, pct)
+    return {"limit_pct": pct, "next_limit_up": up, "next_limit_down": down}
 
 
 def get_stock_snapshot(ctx: StepContext, stock_id: str, lookback: int = 10) -> dict[str, Any]:
     """Recent bars, features, board, limits, limit-hit warnings and the holding of one name."""
-    col = _col(ctx, stock_id)
+    col, scale = _col(ctx, stock_id), ctx.scale
     bars = ctx.view.history(stock_id, lookback)
     rows = [
         {
             "date": str(day.date()),
-            "open": ctx.price(col, r.open),
-            "high": ctx.price(col, r.high),
-            "low": ctx.price(col, r.low),
-            "close": ctx.price(col, r.close),
-            "volume": float(r.volume),
+            "open": scale.price(col, r.open),
+            "high": scale.price(col, r.high),
+            "low": scale.price(col, r.low),
+            "close": scale.price(col, r.close),
+            "volume": _volume(scale, col, r.volume),
             "suspended": bool(r.suspended),
         }
         for day, r in zip(bars.index, bars.itertuples(), strict=True)
@@ -141,8 +141,18 @@ def get_stock_snapshot(ctx: StepContext, stock_id: str, lookback: int = 10) -> d
         "one_lot_cost_pct_nav": _lot_cost_pct(ctx, lot_cost, nav),
         "holding": None
         if held is None
-        else {"shares": held.shares, "sellable": held.available, "weight": _r(held.weight)},
+        else {
+            "shares": scale.quantity(col, held.shares),
+            "sellable": scale.quantity(col, held.available),
+            "weight": _r(held.weight),
+        },
     }
+
+
+def _volume(scale: PriceScale, col: int, volume: float) -> float | None:
+    """A day's volume as shown: shares, or rebased units (amount / volume is a price)."""
+    shown = scale.quantity(col, volume)
+    return None if shown is None else float(shown)
 
 
 def _lot_cost_pct(ctx: StepContext, lot_cost: float, nav: float) -> float | None:
@@ -151,7 +161,7 @@ def _lot_cost_pct(ctx: StepContext, lot_cost: float, nav: float) -> float | None
     if not nav > 0 or not np.isfinite(lot_cost):
         return None
     pct = lot_cost / nav * 100
-    if ctx.price_mode != "rebased" or pct <= 0:
+    if not ctx.scale.hides_levels or pct <= 0:
         return _r(pct, 3)
     return float(f"{pct:.1g}")
 
@@ -183,22 +193,24 @@ def compare_candidates(ctx: StepContext, stock_ids: list[str]) -> dict[str, Any]
 
 def get_portfolio_state(ctx: StepContext) -> dict[str, Any]:
     """Cash, NAV, holdings with weights and sellable shares, at T-1's close."""
-    a = ctx.account
-    return {
+    a, scale = ctx.account, ctx.scale
+    cols = {p.symbol: ctx.view.column(p.symbol) for p in a.positions}
+    state: dict[str, Any] = {
         "cash": round(a.cash, 2),
         "nav": round(a.nav, 2),
         "cash_weight": _r(a.cash / a.nav) if a.nav > 0 else None,
         "positions": [
             {
                 "stock_id": p.symbol,
-                "shares": p.shares,
-                "sellable": p.available,
-                "close": ctx.price(ctx.view.column(p.symbol), p.close),
+                "shares": scale.quantity(cols[p.symbol], p.shares),
+                "sellable": scale.quantity(cols[p.symbol], p.available),
+                "close": scale.price(cols[p.symbol], p.close),
                 "weight": _r(p.weight),
             }
             for p in a.positions
         ],
     }
+    return state | ({"units": UNITS_NOTE} if scale.hides_levels else {})
 
 
 def risk_check(ctx: StepContext, orders: list[Order]) -> dict[str, Any]:
@@ -210,6 +222,8 @@ def risk_check(ctx: StepContext, orders: list[Order]) -> dict[str, Any]:
     v = ctx.view
     if v.t < 2:
         raise ToolError("not enough history for a dry run")
+    for order in orders:  # an id the data lacks is refused here, never quoted back
+        _col(ctx, order.stock_id)
     close = v.window("close", 2)
     account = _account_copy(ctx)
     quotes = DayQuotes(
@@ -225,22 +239,32 @@ def risk_check(ctx: StepContext, orders: list[Order]) -> dict[str, Any]:
     )
     exe = ExecutionContext(rules=ctx.rules, nav_prev=ctx.account.nav, universe=ctx.universe_set)
     records = execute_orders(orders, account, quotes, exe)
+    scale = ctx.scale
     return {
         "predicted": [
             {
                 "stock_id": r.symbol,
                 "side": r.side,
                 "status": r.status,
-                "shares": r.filled_shares or r.requested_shares,
+                "shares": _shares_shown(scale, v.column(r.symbol), r),
                 "est_cost": round(r.cost, 2),
                 "reject_code": r.reject_code.value if r.reject_code else None,
-                "message": r.message,
+                "message": scale.note(r),
             }
             for r in records
         ],
         "cash_after": round(account.cash, 2),
         "note": "priced at the last close; real fills happen at the next open",
     }
+
+
+def _shares_shown(scale: PriceScale, col: int, r: OrderRecord) -> float | int | None:
+    """A dry-run record's size as shown; none for a refusal under rebased prices (its size
+    may be the one-share stand-in of an order under one lot, `tools._orders`)."""
+    shares = r.filled_shares or r.requested_shares
+    if shares is None or (scale.hides_levels and r.status == "rejected"):
+        return None
+    return scale.quantity(col, shares)
 
 
 def _account_copy(ctx: StepContext) -> Account:

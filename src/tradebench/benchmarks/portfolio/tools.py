@@ -1,7 +1,11 @@
 """Research tools and the submit tool as the model sees them: schemas plus masking.
 
-Arguments are unmasked before they reach the data and results are re-masked before
-they reach the model, error messages included.
+Arguments are unmasked before they reach the data and results are masked before they
+reach the model. Refusals are built from the submission's structure (the field, the rule,
+what is allowed) and never quote what the model wrote: a quoted id or date, masked on its
+way out, would tell the model the alias of a real ticker or the label of a real date.
+Share counts the model writes are read through the step's `PriceScale` (rebased units
+under rebased prices).
 """
 
 from __future__ import annotations
@@ -82,7 +86,8 @@ class Submission:
 
 def _masked(masker: Masker, fn: Callable[[dict[str, Any]], Any]) -> Callable[[dict[str, Any]], Any]:
     """`fn` behind the mask: identifier arguments unmasked by structure, the result and any
-    error message masked."""
+    error message masked (the tools' refusals never quote an argument, so masking rewrites
+    only what the tools wrote)."""
 
     def run(arguments: dict[str, Any]) -> Any:
         try:
@@ -108,16 +113,25 @@ def _spec(
     )
 
 
-def _orders(raw: list[dict[str, Any]]) -> list[Order]:
-    """Dry-run orders from already-unmasked `risk_check` arguments."""
+def real_shares(ctx: StepContext, symbol: str, side: str, quantity: int) -> int:
+    """The real shares of a quantity the model wrote for `symbol` (`PriceScale.shares`: as
+    written under raw prices, rebased units in whole lots otherwise; 0: under one lot)."""
+    held = ctx.held().get(symbol, 0) if side == "SELL" else 0
+    return ctx.scale.shares(ctx.view.column(symbol), quantity, ctx.rules.lot_size, held)
+
+
+def _orders(ctx: StepContext, raw: list[dict[str, Any]]) -> list[Order]:
+    """Dry-run orders from already-unmasked `risk_check` arguments (an order of fewer units
+    than one lot goes in as one share, which the broker refuses as `LOT_SIZE`)."""
     orders = []
     for o in raw:
-        size = (
-            {"shares": int(o["shares"])}
-            if o.get("shares")
-            else {"target_weight": float(o.get("target_weight") or 0.0)}
-        )
-        orders.append(Order(stock_id=str(o["stock_id"]), side=o["side"], **size))
+        symbol = str(o["stock_id"])
+        if o.get("shares"):
+            shares = real_shares(ctx, symbol, o["side"], int(o["shares"]))
+            size: dict[str, Any] = {"shares": max(shares, 1)}
+        else:
+            size = {"target_weight": float(o.get("target_weight") or 0.0)}
+        orders.append(Order(stock_id=symbol, side=o["side"], **size))
     return orders
 
 
@@ -190,7 +204,7 @@ def research_tools(ctx: StepContext, masker: Masker) -> list[Tool]:
         ),
         "compare_candidates": lambda a: research.compare_candidates(ctx, a["stock_ids"]),
         "get_portfolio_state": lambda a: research.get_portfolio_state(ctx),
-        "risk_check": lambda a: research.risk_check(ctx, _orders(a["orders"])),
+        "risk_check": lambda a: research.risk_check(ctx, _orders(ctx, a["orders"])),
     }
     return [Tool(spec=RESEARCH_SPECS[n], fn=_masked(masker, fn)) for n, fn in runners.items()]
 
@@ -208,15 +222,14 @@ class SubmitCode(StrEnum):
 
 
 Problem = tuple[SubmitCode, str]
+UNKNOWN_ID_TEXT = "stock_id is not an id shown to you; use the ids listed"
 
 
-def _problem(i: int, code: SubmitCode, text: str) -> str:
-    return f"orders/{i}: [{code}] {text}"
-
-
-def _shown(ident: str) -> str:
-    """An id as quoted back to the model (cut: a runaway id is not echoed whole)."""
-    return ident if len(ident) <= 24 else ident[:24] + "..."
+def render_problems(problems: list[tuple[int, SubmitCode, str]]) -> str:
+    """The refusal the model reads: one `orders/<i>: [CODE] rule` per problem. Every text
+    comes from the checks' own words (the field, the rule, what is allowed), never from a
+    value of the submission, so that masking has nothing of the model's to rewrite."""
+    return "; ".join(f"orders/{i}: [{code}] {text}" for i, code, text in problems)
 
 
 def _number(x: float) -> str:
@@ -231,7 +244,7 @@ def size_problems(order: SubmitOrder) -> list[Problem]:
     for name, (lo, hi) in RANGES.items():
         value = getattr(order, name)
         if value is not None and not lo <= value <= hi:
-            text = f"{name} is {_number(value)}; give a number from {_number(lo)} to {_number(hi)}"
+            text = f"{name} is out of range; give a number from {_number(lo)} to {_number(hi)}"
             out.append((SubmitCode.OUT_OF_RANGE, text))
     return out
 
@@ -245,38 +258,32 @@ class _Legal:
     held: dict[str, int]
 
     def problems(self, order: SubmitOrder, symbol: str) -> list[Problem]:
-        """Refusals of `order` on real `symbol`."""
-        ident = _shown(order.stock_id)
+        """Refusals of `order` on real `symbol` (worded without the id)."""
         if order.side == "SELL":
-            return [] if symbol in self.held else [(SubmitCode.NOT_HELD, f"you hold no {ident}")]
+            held = symbol in self.held
+            return [] if held else [(SubmitCode.NOT_HELD, "you hold no such stock to sell")]
         if symbol not in self.universe:
-            return [(SubmitCode.NOT_IN_UNIVERSE, f"{ident} is not in the tradable universe")]
+            return [(SubmitCode.NOT_IN_UNIVERSE, "stock_id is not in the tradable universe")]
         if self.buyable is not None and symbol not in self.buyable:
-            text = f"{ident} is not in today's candidate pool; buy only listed stocks"
+            text = "stock_id is not in today's candidate pool; buy only listed stocks"
             return [(SubmitCode.NOT_IN_POOL, text)]
         return []
 
 
-def _order(order: SubmitOrder, symbol: str) -> Order:
-    size = (
-        {"shares": order.shares}
-        if order.shares is not None
-        else {"target_weight": order.target_weight}
-    )
+def _order(order: SubmitOrder, symbol: str, shares: int | None) -> Order:
+    size = {"shares": shares} if shares is not None else {"target_weight": order.target_weight}
     return Order(
         stock_id=symbol, side=order.side, confidence=order.confidence, reason=order.reason, **size
     )
 
 
-def _parsed(arguments: dict[str, Any], masker: Masker) -> SubmitAction:
-    """The submission's types and required fields checked; masked issues if not."""
-    try:
-        issues = schema_issues(ACCEPTED, arguments)
-        if issues:
-            raise ArgumentError("submission does not match the submit_action schema", issues)
-        return parse_model(SubmitAction, arguments)
-    except ArgumentError as exc:
-        raise ArgumentError(masker.mask_text(str(exc)), masker.mask(exc.issues)) from None
+def _parsed(arguments: dict[str, Any]) -> SubmitAction:
+    """The submission's types and required fields checked; issues from the schema's and
+    the model's own rules if not (`schema_issues`, `parse_model`: none quotes a value)."""
+    issues = schema_issues(ACCEPTED, arguments)
+    if issues:
+        raise ArgumentError("submission does not match the submit_action schema", issues)
+    return parse_model(SubmitAction, arguments)
 
 
 def submit_tool(
@@ -287,8 +294,9 @@ def submit_tool(
 ) -> SubmitTool:
     """`submit_action`: the schema shown (`submit_schema.action_schema`: the legal ids,
     one size per order, bounds from `limits`), then the benchmark's own checks, each
-    refusal coded and masked. `buyable` restricts BUY orders to a candidate pool
-    (fixed-candidate mode); `limits` default to a reply of `DEFAULT_MAX_TOKENS`."""
+    refusal coded and worded from structure (`render_problems`). `buyable` restricts BUY
+    orders to a candidate pool (fixed-candidate mode); `limits` default to a reply of
+    `DEFAULT_MAX_TOKENS`. An order's `shares` is read through `real_shares`."""
     legal = _Legal(ctx.universe_set, buyable, ctx.held())
     buy = legal.universe if buyable is None else legal.universe & buyable
     schema = action_schema(
@@ -298,8 +306,9 @@ def submit_tool(
     )
 
     def validate(arguments: dict[str, Any]) -> Submission:
-        sent = _parsed(arguments, masker)
-        problems, orders, seen_buy = [], [], False
+        sent = _parsed(arguments)
+        problems: list[tuple[int, SubmitCode, str]] = []
+        orders, seen_buy = [], False
         for i, o in enumerate(sent.orders):
             found = size_problems(o)
             if o.side == "SELL" and seen_buy:
@@ -307,15 +316,20 @@ def submit_tool(
             seen_buy = seen_buy or o.side == "BUY"
             try:
                 symbol = masker.unmask_symbol(o.stock_id)
-            except ToolError as exc:
-                found.insert(0, (SubmitCode.UNKNOWN_ID, str(exc)))
+            except ToolError:
+                found.insert(0, (SubmitCode.UNKNOWN_ID, UNKNOWN_ID_TEXT))
             else:
                 found += legal.problems(o, symbol)
+                shares = None
+                if not found and o.shares is not None:
+                    shares = real_shares(ctx, symbol, o.side, o.shares)
+                    if shares <= 0:
+                        found.append((SubmitCode.SIZE, "shares come to less than one lot"))
                 if not found:
-                    orders.append(_order(o, symbol))
-            problems += [_problem(i, code, text) for code, text in found]
+                    orders.append(_order(o, symbol, shares))
+            problems += [(i, code, text) for code, text in found]
         if problems:
-            raise ToolError(masker.mask_text("; ".join(problems)))
+            raise ToolError(render_problems(problems))
         return Submission(
             action=Action(orders=orders, overall_reason=sent.overall_reason), sent=sent
         )
