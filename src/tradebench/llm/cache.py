@@ -5,6 +5,11 @@ The key is the sha256 of the canonical request (provider, model, sampling settin
 and the key are not part of it: the same model replays after moving servers, and the cache
 never sees a credential. Rows are redacted before they are written.
 
+A custom endpoint that answers the name asked for with another model it lists (a local
+server reached as `model: local`) has that model in the key too (`served`, see
+`llm.identity`); the file remembers what each endpoint answered, so a replay sends nothing
+and still finds the recorded replies.
+
 SQLite runs in WAL mode with a busy timeout, so several processes can share one file;
 the first writer of a key wins (`INSERT OR IGNORE`), which keeps replays deterministic.
 Unreadable replies (garbage, truncated JSON) are cached too, so a replay reproduces the
@@ -27,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel
 
 from tradebench.errors import CacheMiss, ConfigError, DataError
+from tradebench.llm.identity import endpoint_models, served_identity
 from tradebench.llm.redact import Redactor
 from tradebench.llm.types import ChatResponse, Message, ModelConfig, ToolChoice, ToolSpec
 
@@ -45,6 +51,12 @@ CREATE TABLE IF NOT EXISTS replies (
     request TEXT NOT NULL,
     response TEXT NOT NULL,
     created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS served (
+    endpoint TEXT NOT NULL,
+    model TEXT NOT NULL,
+    served TEXT NOT NULL,
+    PRIMARY KEY (endpoint, model)
 )
 """
 
@@ -54,8 +66,10 @@ def canonical_request(
     messages: Sequence[Message],
     tools: Sequence[ToolSpec],
     tool_choice: ToolChoice,
+    served: str | None = None,
 ) -> str:
-    """The request as canonical JSON (sorted keys, no spaces): what the key hashes."""
+    """The request as canonical JSON (sorted keys, no spaces): what the key hashes;
+    `served` is the model that answers when it is not the one named (`llm.identity`)."""
     payload: dict[str, Any] = {
         "v": KEY_VERSION,
         "provider": config.provider,
@@ -69,6 +83,8 @@ def canonical_request(
     }
     if config.tool_protocol != "auto":  # absent by default: older caches keep their keys
         payload["tool_protocol"] = config.tool_protocol
+    if served is not None:  # absent when the name says what answers: older keys stay
+        payload["served"] = served
     return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -120,7 +136,7 @@ class ResponseCache:
             conn.execute("PRAGMA busy_timeout=60000")
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute(_SCHEMA)
+            conn.executescript(_SCHEMA)
             conn.commit()
         except sqlite3.DatabaseError as exc:
             conn.close()
@@ -167,6 +183,46 @@ class ResponseCache:
         """`put` as a coroutine (see `lookup`)."""
         self.put(key, model, request, response)
 
+    def served_for(self, endpoint: str, model: str) -> str | None:
+        """What `endpoint` answered for `model` when last asked (`remember_served`): the
+        served model, or None when the name itself answered or it was never asked; an
+        endpoint never seen falls back to what every endpoint answered for `model` alike
+        (the same model moved to another server)."""
+        if self._conn is None:
+            return None
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT served FROM served WHERE endpoint = ? AND model = ?",
+                (self._redactor.text(endpoint), model),
+            ).fetchone()
+            rows = (
+                [row]
+                if row is not None
+                else self._conn.execute(
+                    "SELECT DISTINCT served FROM served WHERE model = ?", (model,)
+                ).fetchall()
+            )
+        return (rows[0][0] or None) if len(rows) == 1 else None
+
+    def remember_served(self, endpoint: str, model: str, served: str | None) -> None:
+        """Record what `endpoint` answers for `model` (None: the name itself)."""
+        if self._conn is None or self.mode != "readwrite":
+            return
+        with self._lock:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO served (endpoint, model, served) VALUES (?, ?, ?)",
+                (self._redactor.text(endpoint), model, served or ""),
+            )
+            self._conn.commit()
+
+    async def served_async(self, endpoint: str, model: str) -> str | None:
+        """`served_for` as a coroutine (see `lookup`)."""
+        return self.served_for(endpoint, model)
+
+    async def remember_served_async(self, endpoint: str, model: str, served: str | None) -> None:
+        """`remember_served` as a coroutine (see `lookup`)."""
+        self.remember_served(endpoint, model, served)
+
     def __len__(self) -> int:
         """Number of stored replies."""
         if self._conn is None:
@@ -190,6 +246,27 @@ class CachedModel:
         self.inner = inner
         self.config = inner.config
         self.cache = cache
+        self._served: tuple[str | None] | None = None
+
+    async def served(self) -> str | None:
+        """The model that answers this config's requests when its name does not say so
+        (`llm.identity`), found once: asked of a custom OpenAI-style endpoint and remembered
+        in the cache file (in `replay`, read from the file alone: a replay sends nothing)."""
+        if self._served is None:
+            self._served = (await self._resolve_served(),)
+        return self._served[0]
+
+    async def _resolve_served(self) -> str | None:
+        endpoint, name = self.config.base_url, self.config.model
+        if endpoint is None or self.config.provider != "openai":
+            return None
+        if self.cache.mode == "readwrite":
+            listed = await endpoint_models(endpoint)
+            if listed is not None:
+                served = served_identity(name, listed)
+                await self.cache.remember_served_async(endpoint, name, served)
+                return served
+        return await self.cache.served_async(endpoint, name)
 
     async def generate(
         self,
@@ -205,7 +282,8 @@ class CachedModel:
         """
         if self.cache.mode == "off":
             return await self.inner.generate(messages, tools, tool_choice, sample_index)
-        canonical = canonical_request(self.config, messages, tools, tool_choice)
+        served = await self.served()
+        canonical = canonical_request(self.config, messages, tools, tool_choice, served)
         key = request_key(canonical, sample_index)
         hit = await self.cache.lookup(key)
         if hit is not None:
