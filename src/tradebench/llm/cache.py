@@ -250,23 +250,25 @@ class CachedModel:
 
     async def served(self) -> str | None:
         """The model that answers this config's requests when its name does not say so
-        (`llm.identity`), found once: asked of a custom OpenAI-style endpoint and remembered
-        in the cache file (in `replay`, read from the file alone: a replay sends nothing)."""
-        if self._served is None:
-            self._served = (await self._resolve_served(),)
-        return self._served[0]
-
-    async def _resolve_served(self) -> str | None:
+        (`llm.identity`): asked of a custom OpenAI-style endpoint once it answers, and
+        remembered in the cache file (in `replay`, read from the file alone: a replay
+        sends nothing; while the endpoint does not answer, read from the file too)."""
+        if self._served is not None:
+            return self._served[0]
         endpoint, name = self.config.base_url, self.config.model
         if endpoint is None or self.config.provider != "openai":
+            self._served = (None,)
             return None
         if self.cache.mode == "readwrite":
             listed = await endpoint_models(endpoint)
             if listed is not None:
-                served = served_identity(name, listed)
-                await self.cache.remember_served_async(endpoint, name, served)
-                return served
-        return await self.cache.served_async(endpoint, name)
+                self._served = (served_identity(name, listed),)
+                await self.cache.remember_served_async(endpoint, name, self._served[0])
+                return self._served[0]
+        remembered = await self.cache.served_async(endpoint, name)
+        if self.cache.mode == "replay":  # the file does not change under a replay
+            self._served = (remembered,)
+        return remembered
 
     async def generate(
         self,
