@@ -29,6 +29,7 @@ from tradebench.runs.trace import trace_lines
 
 TABLE_ROW = re.compile(r"^\| (asset_\d+) \|", re.MULTILINE)
 HOLDING = re.compile(r"^- (asset_\d+): ([\d,]+) shares", re.MULTILINE)
+FEATURE = "ret_20d"
 
 
 def _user(request: RecordedRequest) -> str:
@@ -145,3 +146,40 @@ def test_refusals_are_counted_and_quote_nothing_the_model_wrote(run: Path) -> No
     for step in trace_lines(folder):
         for message in _errors(step):
             assert "asset_" not in message  # no identifier of the model's echoed
+
+
+def _researcher(request: RecordedRequest) -> Reply:
+    """Screens, dry-runs three BUYs at 1.0 through `risk_check`, then submits nothing."""
+    if request.forced_tool() == "submit_action":
+        return Reply.tool("submit_action", {"orders": [], "overall_reason": "hold after a dry run"})
+    results = [json.loads(m["content"]) for m in request.body["messages"] if m["role"] == "tool"]
+    if not results:
+        return Reply.tool("screen_candidates", {"feature": FEATURE, "top_k": 5})
+    if len(results) == 1:
+        ids = [row["stock_id"] for row in results[0]["rows"]][:3]
+        orders = [{"stock_id": i, "side": "BUY", "target_weight": 1.0} for i in ids]
+        return Reply.tool("risk_check", {"orders": orders})
+    return Reply.say("done researching")
+
+
+def test_the_dry_run_refuses_what_the_submission_would(
+    cn_dataset_dir: Path, tmp_path: Path
+) -> None:
+    with LoopbackServer(responder=_researcher) as server:
+        spec = spec_dict(cn_dataset_dir, server.openai_url, ["blinded"], ["open_research"])
+        spec["windows"] = [{"start": "2024-03-01", "end": "2024-03-01"}]
+        spec["agents"] = spec["agents"][:1]
+        asyncio.run(run_spec(RunSpec.model_validate(spec), tmp_path / "run"))
+    folder = next((tmp_path / "run" / "episodes").glob("scripted_*"))
+    (step,) = trace_lines(folder)
+    results = [json.loads(m["content"]) for m in step["messages"] if m["role"] == "tool"]
+    dry = next(r for r in results if "predicted" in r)
+    assert dry["refused"] == [
+        {
+            "order": 1,
+            "code": "OVER_INVESTED",
+            "problem": "the orders and the holdings they keep add up to 300% of NAV, the "
+            "first past 100% being this one; keep target weights and kept holdings at most "
+            "100%",
+        }
+    ]
