@@ -6,7 +6,7 @@ one reply cache, real HTTP servers), each server's replies stay its own: the sec
 is asked, not replayed from the first one's record; the first replays its own; a replay
 with both servers gone finds each model's replies from the cache file alone. The local
 server serves its model file under a name carrying the file's digest, so what it lists is
-what it is.
+what it is. A reused `mcq eval -o` folder asks the second model too.
 """
 
 from __future__ import annotations
@@ -16,8 +16,14 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
+from tests.benchmarks.mcq.conftest import aapl, base_pool  # noqa: F401  (fixtures)
+from tests.benchmarks.mcq.test_mcq_eval_no_tools import pick
+from tradebench.benchmarks.mcq.build.builder import BuildResult
+from tradebench.benchmarks.mcq.eval.run import EvalSpec, run_eval
+from tradebench.benchmarks.mcq.records import write_jsonl
 from tradebench.errors import ConfigError
 from tradebench.llm import Message
 from tradebench.llm.base import get_model
@@ -114,3 +120,23 @@ def test_two_real_local_servers_under_one_name_share_no_replies(tmp_path: Path) 
         assert not _ask(second.base_url, cache).cached  # asked, not replayed from the first
         assert _ask(first.base_url, cache).cached
     assert len(cache) == 2
+
+
+def test_a_reused_mcq_eval_folder_asks_the_other_model(
+    base_pool: BuildResult,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`mcq eval -o OUT` run again on another model served as `local`: its answers are
+    asked of it, not replayed from the first model's record in OUT's cache."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback-not-a-key")
+    path = tmp_path / "q.jsonl"
+    write_jsonl(pick(base_pool, ["easy"]), path)
+    letters = []
+    for serves, letter in (("smollm2-aa11", "A"), ("gemma-bb22", "B")):
+        with LoopbackServer(responder=lambda r, x=letter: Reply.say(x), serves=serves) as server:
+            config = ModelConfig(provider="openai", model="local", base_url=server.openai_url)
+            outcome = run_eval(path, EvalSpec(models=(config,)), tmp_path / "out", report=False)
+            assert len(server.requests) == 1
+        letters.append(pd.read_parquet(outcome.results)["letter"].tolist())
+    assert letters == [["A"], ["B"]]
