@@ -112,9 +112,9 @@ def test_hub_knobs_rollout_matches_tradebench_run(
     assert info["guards"]["nudges"] == 1 and info["guards"]["parse_failures"] == 1
     assert info["guards"]["steps"] == STEPS and info["guards"]["valid"] == STEPS
     assert info["price_mode"] == "rebased"  # blinded hides the name, so levels are rebased
-    # one open conversation: system, day 1, the nudge exchange, then a reply and a day
-    assert len(requests) == STEPS + 1
-    assert len(requests[-1].body["messages"]) == 1 + 3 + 2 * STEPS - 2
+    # each day asked afresh (system + that day), as `tradebench run` asks it; the nudge
+    # continues day 1's exchange (its reply and the nudge)
+    assert [len(r.body["messages"]) for r in requests] == [2, 4] + [2] * (STEPS - 1)
     ds = load_dataset(ss_dataset_dir)
     text = "\n".join(json.dumps(r.body) for r in requests)
     assert find_leaks(text, [str(s) for s in ds.panel.symbols], ds.panel.dates, True, True) == []

@@ -54,12 +54,13 @@ def test_one_task_evaluates_against_the_loopback_server(
     assert len(series) == STEPS and series["valid"].all()
     rescored = json.loads(rescore_series(series).model_dump_json())
     assert rescored == scores
-    # multi-turn, masked: every day's message went to the model without real names or dates
+    # masked: every day's message went to the model without real names or dates
     ds = load_dataset(ss_dataset_dir)
     text = "\n".join(json.dumps(r.body) for r in requests)
     assert find_leaks(text, [str(s) for s in ds.panel.symbols], ds.panel.dates, True, True) == []
-    # system + day 1, the nudge exchange, then a reply and the next day for days 1..STEPS-1
-    assert len(requests[-1].body["messages"]) == 2 + 2 + 2 * (STEPS - 1)
+    # each day is asked afresh (system + that day), as `tradebench run` asks it; the nudge
+    # continues day 1's exchange (its reply and the nudge)
+    assert [len(r.body["messages"]) for r in requests] == [2, 4] + [2] * (STEPS - 1)
 
 
 def test_reply_handling_without_verifiers(ss_dataset_dir: Path) -> None:

@@ -1,6 +1,7 @@
 """The Ray executor on a real local Ray cluster: the same spec gives the same run folder as
-the local executor (even when a worker is killed mid-episode), one budget holds across
-workers, one cache replays exactly, the dataset reaches a node once."""
+the local executor (even when its workers are killed at several steps of an episode), one
+budget holds across workers, one cache replays exactly, the dataset reaches a node once.
+The workers run the checkout under test (`src` first on their path, checked inside one)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import json
 import math
 import os
 import signal
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -50,7 +50,8 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def cluster(scratch: Path) -> Iterator[None]:
     """One local two-CPU Ray cluster for the module (start-up is slow)."""
-    env = {"PYTHONPATH": str(REPO_ROOT), "TRADEBENCH_RAY_SCRATCH": str(scratch)}
+    path = os.pathsep.join([str(REPO_ROOT / "src"), str(REPO_ROOT)])  # src: the code under test
+    env = {"PYTHONPATH": path, "TRADEBENCH_RAY_SCRATCH": str(scratch)}
     ray.init(
         address="local",  # its own cluster, whatever `ray start` left on this machine
         num_cpus=2,
@@ -113,26 +114,51 @@ def assert_same_run(a: Path, b: Path, same_endpoint: bool = True) -> None:
         assert _trace_without_latency(ea) == _trace_without_latency(eb)
 
 
-class KillOnce:
-    """`scripted`, except that at the blinded episode's first step-2 request, once the
-    driver's journal holds step 1, every model worker of the run is killed (SIGKILL)."""
+class KillAt:
+    """`scripted`, except that at the blinded episode's first request of each step in
+    `steps`, once the driver's journal holds the steps before it, every model worker of the
+    run is killed (SIGKILL). Killing with more than one step held is what catches a worker
+    that streams its whole journal each step instead of what the step added."""
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, steps: tuple[int, ...]) -> None:
         self.progress = run_dir / "episodes" / BLINDED / "progress.jsonl"
-        self.fired = threading.Event()
+        self.pending = list(steps)
+        self.fired: list[int] = []
+        self.held: list[int] = []
+        """Lines of the driver's journal at each kill."""
 
     def __call__(self, req: RecordedRequest) -> Reply:
         text = json.dumps(req.body)
-        if not self.fired.is_set() and "Step 2 of" in text and "Identifiers: asset_" in text:
-            self.fired.set()
-            for _ in range(600):  # the step-1 line is on its way to the driver
-                if self.progress.exists() and self.progress.read_bytes().count(b"\n") >= 1:
+        due = [k for k in self.pending if f"Step {k} of" in text]
+        if due and "Identifiers: asset_" in text:
+            step = due[0]
+            self.pending.remove(step)
+            for _ in range(600):  # the previous step's line is on its way to the driver
+                if self._lines() >= step - 1:
                     break
                 time.sleep(0.05)
+            self.held.append(self._lines())
+            self.fired.append(step)
             for name in ray.util.list_named_actors():
                 if name.startswith("tradebench-model-"):
                     os.kill(ray.get(ray.get_actor(name).pid.remote()), signal.SIGKILL)
         return scripted(req)
+
+    def _lines(self) -> int:
+        return self.progress.read_bytes().count(b"\n") if self.progress.exists() else 0
+
+
+@ray.remote
+def _tradebench_file() -> str:
+    import tradebench
+
+    return tradebench.__file__
+
+
+def test_workers_run_the_checkout_under_test(cluster: None) -> None:
+    """A worker imports `tradebench` from this checkout's `src`, not an installed copy."""
+    loaded = Path(ray.get(_tradebench_file.options(num_cpus=0).remote()))
+    assert loaded.is_relative_to(REPO_ROOT / "src"), loaded
 
 
 def test_ray_run_with_a_killed_worker_equals_the_local_run(
@@ -144,7 +170,7 @@ def test_ray_run_with_a_killed_worker_equals_the_local_run(
     tmp_path: Path,
 ) -> None:
     out = tmp_path / "run"
-    killer = KillOnce(out)
+    killer = KillAt(out, steps=(2, 3))
     progress = RunProgress()
     server.responder = killer
     try:
@@ -152,12 +178,13 @@ def test_ray_run_with_a_killed_worker_equals_the_local_run(
         asyncio.run(run_spec(RunSpec.model_validate(spec), out, progress))
     finally:
         server.responder = scripted
-    assert killer.fired.is_set()
+    assert killer.fired == [2, 3] and killer.held == [1, 2]
     assert_same_run(local_run, out)
-    # the killed episode went back to a worker from its last step, not from the start
-    killed = [r for r in progress.retries if r.episode_id == BLINDED]
-    assert killed and all(r.from_step >= 1 for r in killed)
-    assert progress.resumed[BLINDED] == killed[-1].from_step
+    # each time the killed episode went back to a worker from the last step the driver held
+    # (resubmitted, maybe several times while Ray restarts the worker)
+    resent = [r.from_step for r in progress.retries if r.episode_id == BLINDED]
+    assert resent == sorted(resent) and set(resent) == {1, 2}
+    assert progress.resumed[BLINDED] == 2
     # the call in flight at the kill was reserved by a dead process: the budget freed it
     assert sum(calls for _, calls, _ in progress.freed_reservations) >= 1
     assert progress.states["done"] == progress.episodes_total == 4

@@ -13,9 +13,12 @@ verifiers' own. verifiers finds plugins by a top-level module name, so the packa
   JSON decision (format nudges, then an invalid hold, as in `tradebench run`) and the next
   day's message is the next user turn. The settled episode goes to `trace.info`.
 - `SingleStockTask` scores it: reward `composite` (weight 1), metrics for each component.
-- `SingleStockChatHarness`, the taskset's default harness, sends each turn's conversation
-  to verifiers' interception endpoint from inside the rollout (no program to install, no
-  sandbox); any other chat harness can be pinned with `--env.agent.harness.id`.
+- `SingleStockChatHarness`, the taskset's default harness, sends each turn to verifiers'
+  interception endpoint from inside the rollout (no program to install, no sandbox), as
+  `tradebench run` asks it: a new day alone after the system prompt, a nudge within its
+  day's exchange, never the earlier days (the env flags each turn that opens a day in
+  `trace.info`). Any other chat harness can be pinned with `--env.agent.harness.id`; it
+  then gets the whole conversation.
 
 The observation, decision parsing, ledger and scoring are the benchmark's own
 (`verifiers_core`, `benchmarks.single_stock`).
@@ -57,6 +60,10 @@ from tradebench.masking import MaskLevel
 
 VERIFIERS_REQUIREMENT = "verifiers>=0.4.0,<0.5"
 TASKSET_ID = "tradebench-single-stock"
+NEW_DAY = "tradebench_new_day"
+"""`trace.info` flag the env sets before each turn: True when the turn opens a new day."""
+DAY_FROM = "tradebench_day_from"
+"""`trace.info` index (into the conversation, system aside) where the current day starts."""
 
 if not verifiers.__version__.startswith("0.4."):
     raise ConfigError(
@@ -217,7 +224,10 @@ class SingleStockEnv(vf.Env[SingleStockEnvConfig]):
                     pending = PendingStep()
                 if outcome.message is None:
                     break
+                exchange.trace.info[NEW_DAY] = outcome.applied
                 segment = await exchange.turn(outcome.message)
+            exchange.trace.info.pop(NEW_DAY, None)
+            exchange.trace.info.pop(DAY_FROM, None)
             exchange.trace.info[INFO_KEY] = episode_record(episode)
 
 
@@ -235,6 +245,35 @@ class SingleStockChatHarness(vf.Harness[SingleStockChatHarnessConfig]):
     SUPPORTS_RESUME = True
     EXECUTES_CODE = False
     NEEDS_CONTAINER = False
+
+    async def resume(
+        self,
+        ctx: vf.ModelContext,
+        trace: vf.Trace,
+        runtime: vf.Runtime,
+        endpoint: str,
+        secret: str,
+        mcp_urls: dict[str, str],
+        data: vf.TaskData,
+        messages: Any,
+        tool_interception_url: str | None = None,
+    ) -> vf.ProgramResult:
+        """The next segment, as `tradebench run` asks it: a new day alone (after the
+        system prompt), a nudge within its day's exchange; never the earlier days."""
+        branch = trace.branches[-1].messages if trace.branches else []
+        conversation = [*(m for m in branch if m.role != "system"), *messages]
+        if trace.info.get(NEW_DAY):
+            trace.info[DAY_FROM] = len(conversation) - len(messages)
+        day = conversation[int(trace.info.get(DAY_FROM, 0)) :]
+        return await self.launch(
+            ctx,
+            trace,
+            runtime,
+            endpoint,
+            secret,
+            mcp_urls,
+            data.model_copy(update={"prompt": day}),
+        )
 
     async def launch(
         self,

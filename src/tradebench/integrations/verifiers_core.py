@@ -26,7 +26,6 @@ from tradebench.benchmarks.single_stock.config import (
 from tradebench.benchmarks.single_stock.decision import UnreadableReply, parse_reply_text
 from tradebench.benchmarks.single_stock.episode import SingleStockEpisode, build_episode
 from tradebench.benchmarks.single_stock.prompt_files import PromptSet, load_prompts, nudge_text
-from tradebench.benchmarks.single_stock.scoring import score_episode
 from tradebench.benchmarks.single_stock.series import guard_totals, series_records
 from tradebench.data.dataset import Dataset, load_dataset
 from tradebench.masking import MaskLevel
@@ -160,8 +159,7 @@ def episode_record(episode: SingleStockEpisode) -> dict[str, Any]:
     while not episode.done:
         episode.apply(StepDecision(action="hold", valid=False))
     series = episode.series()
-    ledger = episode.ledger()
-    scores = score_episode(ledger.earned, ledger.asset_log_returns, series["valid"].to_numpy())
+    scores = episode.scores()
     return {
         "task": episode.task.model_dump(mode="json"),
         "prompt_sha256": episode.prompts.sha256,

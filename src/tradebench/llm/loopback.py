@@ -289,7 +289,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         """Readiness and model listing (`/v1/models`, `/health`)."""
-        self._send(200, {"object": "list", "data": [{"id": "loopback", "object": "model"}]})
+        listed = [{"id": self.server.owner.serves, "object": "model"}]
+        self._send(200, {"object": "list", "data": listed})
 
     def do_POST(self) -> None:
         """Record the request, then send the scripted reply in the path's wire format."""
@@ -375,12 +376,16 @@ class LoopbackServer:
         responder: Responder | None = None,
         latency_s: float = 0.0,
         drops: Iterable[Literal["tools", "system"]] = (),
+        serves: str = "loopback",
     ) -> None:
         """Queue `script`; `responder` answers once it runs out; `latency_s` delays all.
 
         `drops` emulates a chat template that loses the request's `tools` or its system
         turn: they are left out of the prompt-token count (as such a server reports it).
+        `serves` is the one model `/v1/models` lists (any name asked is answered, as
+        llama.cpp does).
         """
+        self.serves = serves
         self.latency_s = latency_s
         self.responder = responder or default_responder
         self.drops = frozenset(drops)

@@ -153,6 +153,14 @@ class CacheKeeper:
         """See `ResponseCache.put`."""
         self.cache.put(key, model, request, response)
 
+    def served_for(self, endpoint: str, model: str) -> str | None:
+        """See `ResponseCache.served_for`."""
+        return self.cache.served_for(endpoint, model)
+
+    def remember_served(self, endpoint: str, model: str, served: str | None) -> None:
+        """See `ResponseCache.remember_served`."""
+        self.cache.remember_served(endpoint, model, served)
+
     def close(self) -> None:
         """Close the file (before the actor is killed)."""
         self.cache.close()
@@ -212,6 +220,14 @@ class RemoteCache:
     async def store(self, key: str, model: str, request: str, response: ChatResponse) -> None:
         """Store a reply unless the key is present (the keeper applies the mode)."""
         await call(self.keeper.put.remote(key, model, request, response))
+
+    async def served_async(self, endpoint: str, model: str) -> str | None:
+        """What the endpoint answered for `model` (`ResponseCache.served_for`)."""
+        return await call(self.keeper.served_for.remote(endpoint, model))
+
+    async def remember_served_async(self, endpoint: str, model: str, served: str | None) -> None:
+        """Record what the endpoint answers for `model` (the keeper applies the mode)."""
+        await call(self.keeper.remember_served.remote(endpoint, model, served))
 
 
 @dataclass

@@ -45,6 +45,24 @@ class Window(BaseModel):
         return f"{self.start:%Y%m%d}-{self.end:%Y%m%d}"
 
 
+NOT_SENT_TO_MODEL: dict[str, str] = {
+    "name": "the agent's label in results",
+    "baseline": "names a baseline, which has no model",
+    "args": "a baseline's arguments",
+    "base_url": "where requests go, not what they ask (outside the cache key, so a model's "
+    "replies replay after it moves servers)",
+    "api_key_env": "names the variable holding the key; a credential is in no request body "
+    "and no cache key",
+    "max_steps": "how many steps an episode runs, not what a step asks",
+    "timeout_s": "the HTTP client's per-attempt timeout (transport)",
+    "max_attempts": "how often the HTTP client tries a request (transport)",
+    "knowledge_cutoff": "read by the leaderboard only",
+}
+"""The `AgentEntry` fields that reach neither a model's request nor the reply cache's key,
+each with why. Every other field does: it is sent in the request and hashed in the key
+(docs/runs.md, "What reaches the model")."""
+
+
 class AgentEntry(BaseModel):
     """An agent of the grid: an LLM (`provider` + `model`) or a `baseline` by name."""
 

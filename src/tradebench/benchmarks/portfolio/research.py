@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from tradebench.benchmarks.portfolio.account_check import account_problems
 from tradebench.benchmarks.portfolio.context import StepContext
 from tradebench.benchmarks.portfolio.shown import UNITS_NOTE, PriceScale
 from tradebench.errors import ToolError
@@ -217,7 +218,9 @@ def risk_check(ctx: StepContext, orders: list[Order]) -> dict[str, Any]:
     """Dry-run orders through the broker's rules on the state as of T-1.
 
     T-1's bar stands in for the fill day (its close as the price, its limit status), so
-    the result predicts rejections and costs; it cannot know T's open.
+    the result predicts rejections and costs; it cannot know T's open. `refused` lists
+    what the submission's account check would refuse in the list as a whole
+    (`account_check`: the order's index, the code, the problem).
     """
     v = ctx.view
     if v.t < 2:
@@ -254,6 +257,10 @@ def risk_check(ctx: StepContext, orders: list[Order]) -> dict[str, Any]:
             for r in records
         ],
         "cash_after": round(account.cash, 2),
+        "refused": [
+            {"order": i, "code": str(code), "problem": text}
+            for i, code, text in account_problems(orders, ctx)
+        ],
         "note": "priced at the last close; real fills happen at the next open",
     }
 

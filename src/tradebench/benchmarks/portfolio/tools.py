@@ -27,6 +27,7 @@ from tradebench.agents.tools import (
     schema_issues,
 )
 from tradebench.benchmarks.portfolio import research
+from tradebench.benchmarks.portfolio.account_check import account_problems
 from tradebench.benchmarks.portfolio.context import StepContext
 from tradebench.benchmarks.portfolio.submit_schema import (
     MAX_SHARES,
@@ -328,6 +329,8 @@ def submit_tool(
                 if not found:
                     orders.append(_order(o, symbol, shares))
             problems += [(i, code, text) for code, text in found]
+        if not problems:  # each order legal alone: now the list against the account
+            problems = list(account_problems(orders, ctx))
         if problems:
             raise ToolError(render_problems(problems))
         return Submission(

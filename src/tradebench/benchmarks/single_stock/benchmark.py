@@ -19,7 +19,6 @@ from tradebench.benchmarks.single_stock.episode import build_episode, plan_episo
 from tradebench.benchmarks.single_stock.llm_agent import SingleStockLLMAgent
 from tradebench.benchmarks.single_stock.prompt_files import load_prompts
 from tradebench.benchmarks.single_stock.report import SINGLE_STOCK_SECTIONS
-from tradebench.benchmarks.single_stock.scoring import score_episode
 from tradebench.benchmarks.single_stock.store import single_stock_columns, write_episode
 from tradebench.data.dataset import Dataset
 from tradebench.errors import ConfigError
@@ -153,9 +152,7 @@ class SingleStockBenchmark:
             episode.apply(decision)
             ctx.on_step()
         series = episode.series()
-        ledger = episode.ledger()
-        scores = score_episode(ledger.earned, ledger.asset_log_returns, series["valid"].to_numpy())
-        write_episode(ctx.folder, series, scores)
+        write_episode(ctx.folder, series, episode.scores())
         if ref.kind == "llm":
             extra["tokens"] = int(series[["tokens_in", "tokens_out"]].fillna(0).to_numpy().sum())
         return ref.record(

@@ -32,6 +32,7 @@ from tradebench.benchmarks.single_stock.observation import (
 )
 from tradebench.benchmarks.single_stock.personas import active_stance
 from tradebench.benchmarks.single_stock.prompt_files import PromptSet, ReplyFormat, system_prompt
+from tradebench.benchmarks.single_stock.scoring import SingleStockScores, score_episode
 from tradebench.benchmarks.single_stock.series import build_series
 from tradebench.data.dataset import Dataset
 from tradebench.errors import ConfigError
@@ -194,6 +195,19 @@ class SingleStockEpisode:
     def series(self) -> pd.DataFrame:
         """The per-step series of the decisions so far (see `series.SERIES_COLUMNS`)."""
         return build_series(self.plan, self.decisions, self.ledger())
+
+    def scores(self) -> SingleStockScores:
+        """The finished episode's scores: the one scoring path of `tradebench run` and the
+        verifiers environments alike.
+
+        Raises:
+            ConfigError: Decision days are left.
+        """
+        if not self.done:
+            raise ConfigError(f"the episode has {self.total - self.step} decision days left")
+        ledger = self.ledger()
+        valid = np.array([d.valid for d in self.decisions], dtype=bool)
+        return score_episode(ledger.earned, ledger.asset_log_returns, valid)
 
 
 def build_episode(
