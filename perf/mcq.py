@@ -123,6 +123,17 @@ def _median(runs: list[ProcessRun]) -> ProcessRun:
     )
 
 
+def _pair_ratios(slow: list[ProcessRun], fast: list[ProcessRun]) -> str:
+    """The pairs' ratios slow/fast as `median (min .. max)`, wall and CPU."""
+    parts = []
+    for name, field in (("wall", "wall_s"), ("cpu", "cpu_s")):
+        ratios = [getattr(s, field) / getattr(f, field) for s, f in zip(slow, fast, strict=True)]
+        parts.append(
+            f"{statistics.median(ratios):.2f}x {name} ({min(ratios):.2f} .. {max(ratios):.2f})"
+        )
+    return ", ".join(parts) + f" over {len(slow)} alternated pairs"
+
+
 def ours(source: Path, out: Path) -> list[str]:
     """The two commands a user runs."""
     q = shlex.quote(str(out / "mcq.jsonl"))
@@ -151,9 +162,11 @@ def main() -> None:
         public_cmds = None
         if args.public_build and args.public_check:
             public_cmds = [c.replace("{out}", tmp) for c in (args.public_build, args.public_check)]
-        for _ in range(args.repeats):  # interleaved, so both sides see the same load
+        for i in range(args.repeats):  # alternated pairs, so both sides see the same load
+            if public_cmds and i % 2 == 1:  # the order swaps each pair
+                public_runs.append(_timed(public_cmds))
             mine_runs.append(_timed(ours(args.bars, Path(tmp))))
-            if public_cmds:
+            if public_cmds and i % 2 == 0:
                 public_runs.append(_timed(public_cmds))
     mine = _median(mine_runs)
     n = args.repeats
@@ -182,10 +195,7 @@ def main() -> None:
             f"  the other implementation     {public.wall_s:6.2f} s wall  {public.cpu_s:6.2f} s "
             f"cpu  peak {public.peak_mb:5.0f} MB"
         )
-        print(
-            f"  ratio (other / tradebench)   {public.wall_s / mine.wall_s:6.1f}x wall  "
-            f"{public.cpu_s / mine.cpu_s:6.1f}x cpu"
-        )
+        print(f"  ratio (other / tradebench)   {_pair_ratios(public_runs, mine_runs)}")
     print(f"machine load (1 min)           {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
     st = distractor_stats(result.records)
     print(

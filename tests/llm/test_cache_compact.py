@@ -119,6 +119,10 @@ def test_a_file_of_the_old_format_still_replays(loopback, make_model, tmp_path):
         "INSERT INTO replies VALUES (?, ?, ?, ?, 0)",
         (row.key, row.model, row.request, row.response),
     )
+    # what the endpoint said it serves (`llm.identity`) is part of the key: carry it over
+    conn.execute("CREATE TABLE served (endpoint TEXT, model TEXT, served TEXT)")
+    with sqlite3.connect(tmp_path / "new.sqlite") as new:
+        conn.executemany("INSERT INTO served VALUES (?, ?, ?)", new.execute("SELECT * FROM served"))
     conn.commit()
     conn.close()
     loopback.stop()

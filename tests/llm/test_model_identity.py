@@ -78,8 +78,7 @@ def test_the_name_asked_keeps_the_old_key_when_it_says_what_answers(
     with LoopbackServer(serves="local") as server:
         cache = ResponseCache(tmp_path / "cache.sqlite")
         _ask(server.openai_url, cache)
-        with sqlite3.connect(cache.path) as conn:
-            (request,) = [r[0] for r in conn.execute("SELECT request FROM replies")]
+        (request,) = [row.request for row in cache.rows()]
         assert '"served"' not in request and '"model":"local"' in request
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any
 import pytest
 
 from tradebench.benchmarks import run_spec
+from tradebench.llm.cache import ResponseCache
 from tradebench.llm.loopback import LoopbackServer, RecordedRequest
 from tradebench.llm.types import ModelConfig
 from tradebench.runs.guard import AGENT_TRANSPORT_KEYS
@@ -133,9 +133,12 @@ def _spec(dataset: Path, agents: list[dict[str, Any]], cache: Path, **extra: Any
 
 
 def _rows(cache: Path) -> list[tuple[str, dict[str, Any]]]:
-    with sqlite3.connect(cache) as conn:
-        rows = conn.execute("SELECT key, request FROM replies ORDER BY created").fetchall()
-    return [(key, json.loads(request)) for key, request in rows]
+    """The cache's rows as (key, request), decoded from the stored form."""
+    stored = ResponseCache(cache, mode="replay")
+    try:
+        return [(row.key, json.loads(row.request)) for row in stored.rows()]
+    finally:
+        stored.close()
 
 
 @dataclass(frozen=True)

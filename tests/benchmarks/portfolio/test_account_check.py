@@ -88,7 +88,10 @@ def run(cn_dataset_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
         spec = spec_dict(cn_dataset_dir, server.openai_url, ["blinded"], ["fixed_candidate"])
         spec["windows"] = [{"start": "2024-03-01", "end": "2024-03-04"}]
         spec["agents"] = spec["agents"][:1]
-        spec["options"] = {"max_submit_retries": 4}
+        # raw prices: the account shows real share counts, so a SELL of more than held can
+        # be written (under rebased prices a quantity at or above the shown holding means
+        # all of it, `PriceScale.shares`, and cannot pass the holding)
+        spec["options"] = {"max_submit_retries": 4, "price_mode": "raw"}
         spec["agents"][0]["max_attempts"] = 1
         asyncio.run(run_spec(RunSpec.model_validate(spec), out))
     return out
