@@ -22,10 +22,10 @@ def leaderboard(
         str, typer.Option(help="Summary column compared (higher is better).")
     ] = "total_return",
     interval: Annotated[
-        str, typer.Option(help="Interval of seed means: bootstrap or t.")
-    ] = "bootstrap",
+        str, typer.Option(help="Interval over seeds: t (Student t) or bootstrap (percentile, from 30 seeds).")
+    ] = "t",
     confidence: Annotated[float, typer.Option(help="Two-sided coverage.")] = 0.95,
-    resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples.")] = 10_000,
+    resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples.")] = 2_000,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
     cutoff: Annotated[
         list[str] | None,
@@ -52,7 +52,7 @@ def leaderboard(
     from tradebench.leaderboard.stats import INTERVAL_METHODS, IntervalSettings
 
     if interval not in INTERVAL_METHODS:
-        raise ConfigError(f"unknown --interval {interval!r}; use bootstrap or t")
+        raise ConfigError(f"unknown --interval {interval!r}; use t or bootstrap")
     if not 0 < confidence < 1:
         raise ConfigError(f"--confidence must be in (0, 1), got {confidence}")
     options = LeaderboardOptions(
