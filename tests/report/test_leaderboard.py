@@ -360,7 +360,8 @@ def test_the_same_agent_from_two_runs_is_one_row(hand_run: Path, tmp_path: Path)
     one = pd.read_parquet(tmp_path / "one" / "leaderboard.parquet")
     board = pd.read_parquet(tmp_path / "board" / "leaderboard.parquet")
     assert len(board) == len(one)  # one row per agent and window, not one per run
-    assert set(board["runs"]) == {f"{hand_run.parent.name}/hand, second/hand"}
+    labels = sorted([f"{hand_run.parent.name}/hand", "second/hand"])
+    assert set(board["runs"]) == {", ".join(labels)}
     # the twin's seeds are the same seeds: averaged, never counted twice
     cols = ["seeds", "mean", "low", "high", "vs_equal_weight", "vs_index_low"]
     key = ["window_start", "agent"]

@@ -22,7 +22,10 @@ def leaderboard(
         str, typer.Option(help="Summary column compared (higher is better).")
     ] = "total_return",
     interval: Annotated[
-        str, typer.Option(help="Interval over seeds: t (Student t) or bootstrap (percentile, from 30 seeds).")
+        str,
+        typer.Option(
+            help="Interval over seeds: t (Student t) or bootstrap (percentile, from 30 seeds)."
+        ),
     ] = "t",
     confidence: Annotated[float, typer.Option(help="Two-sided coverage.")] = 0.95,
     resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples.")] = 2_000,

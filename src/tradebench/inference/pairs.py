@@ -201,7 +201,9 @@ def comparisons(
                 result = compare_rows(episodes[i], episodes[j], metric, settings)
                 records.append({"a": i, "b": j, **result})
             records.append({"a": i, "b": -1, **compare_rows(episodes[i], None, metric, settings)})
-    table = pd.DataFrame(records, columns=[c for c in COMPARISON_COLUMNS if c not in {"p_holm", "significant"}])
+    table = pd.DataFrame(
+        records, columns=[c for c in COMPARISON_COLUMNS if c not in {"p_holm", "significant"}]
+    )
     table["p_holm"] = holm_adjust(table["p"].to_numpy(dtype=float)) if len(table) else []
     alpha = 1 - settings.confidence
     table["significant"] = table["p_holm"] < alpha

@@ -215,7 +215,10 @@ def board_tables(
     for key, own in episodes.groupby(ROW, sort=True, dropna=False):
         groups[len(rows)] = own
         rows.append(
-            {**_row(key, own, metric, settings), "is_equal_weight": bool(own["is_equal_weight"].any())}
+            {
+                **_row(key, own, metric, settings),
+                "is_equal_weight": bool(own["is_equal_weight"].any()),
+            }
         )
     board = pd.DataFrame(rows)
     returns = {}
@@ -236,7 +239,12 @@ def board_tables(
             board.loc[i, "rank"] = r
     gaps = memory_gaps(board, table)
     order = board.sort_values([*CELL, "rank", "mean"], ascending=[*[True] * 5, False]).index
-    return board.loc[order, BOARD_COLUMNS], table, gaps
+    position = {int(old): new for new, old in enumerate(order)}
+    position[-1] = -1  # the index's own comparisons
+    for frame in (table, gaps):
+        for side in ("a", "b"):
+            frame[side] = frame[side].map(position).astype(int)
+    return board.loc[order, BOARD_COLUMNS].reset_index(drop=True), table, gaps
 
 
 def board_rows(
@@ -274,9 +282,7 @@ def build_leaderboard(
     options = options or LeaderboardOptions()
     if run_dirs or not options.mcq_dirs:
         episodes = board_episodes(run_dirs, options.metric, options.cutoffs)
-        rows, table, gaps = board_tables(
-            episodes, options.metric, options.intervals.inference()
-        )
+        rows, table, gaps = board_tables(episodes, options.metric, options.intervals.inference())
         table, gaps = _labelled(table, rows), _labelled(gaps, rows)
     else:  # an MCQ-only board
         rows, table, gaps = pd.DataFrame(columns=BOARD_COLUMNS), pd.DataFrame(), pd.DataFrame()

@@ -161,10 +161,10 @@ def stationary_indices(
     new = rng.random((resamples, n)) < 1.0 / max(block, 1.0)
     new[:, 0] = True
     flat = new.ravel()
-    starts = rng.integers(0, n, size=int(flat.sum()))
-    block_id = np.cumsum(flat) - 1
-    first = np.flatnonzero(flat)
-    out = starts[block_id] + (np.arange(flat.size) - first[block_id])
+    first = np.flatnonzero(flat).astype(np.int32) % n  # day each block starts on
+    shift = rng.integers(0, n, size=len(first), dtype=np.int32) - first
+    day = np.tile(np.arange(n, dtype=np.int32), resamples)
+    out = day + shift[np.cumsum(flat, dtype=np.int32) - 1]
     return (out % n).reshape(resamples, n)
 
 
@@ -204,9 +204,7 @@ def _from_sums(sums: np.ndarray, n: int, stat: Statistic, periods_per_year: int)
     return out.mean(axis=-1)
 
 
-def _series(
-    returns: ArrayLike, benchmark: ArrayLike | None, statistic: Statistic
-) -> np.ndarray:
+def _series(returns: ArrayLike, benchmark: ArrayLike | None, statistic: Statistic) -> np.ndarray:
     """The series the statistic is computed on (active returns for the IR)."""
     r = _clean(returns, "returns")
     if statistic != "information_ratio":

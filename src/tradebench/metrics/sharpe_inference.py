@@ -99,9 +99,7 @@ def sharpe_difference(a: ArrayLike, b: ArrayLike) -> SharpeDifference:
         if var > 0:
             z = (sa - sb) / math.sqrt(var)
             p = float(2 * scipy_stats.norm.sf(abs(z)))
-    return SharpeDifference(
-        sharpe_a=sa, sharpe_b=sb, difference=sa - sb, z=z, p_value=p, days=t
-    )
+    return SharpeDifference(sharpe_a=sa, sharpe_b=sb, difference=sa - sb, z=z, p_value=p, days=t)
 
 
 def probabilistic_sharpe(returns: ArrayLike, benchmark: float = 0.0) -> float:
@@ -132,7 +130,9 @@ def expected_max_sharpe(n_trials: int, sharpe_variance: float) -> float:
         ConfigError: `n_trials` < 1 or a negative variance.
     """
     if n_trials < 1 or not sharpe_variance >= 0:
-        raise ConfigError(f"need n_trials >= 1 and a variance >= 0, got {n_trials}, {sharpe_variance}")
+        raise ConfigError(
+            f"need n_trials >= 1 and a variance >= 0, got {n_trials}, {sharpe_variance}"
+        )
     if n_trials == 1 or sharpe_variance == 0:
         return 0.0
     norm = scipy_stats.norm
