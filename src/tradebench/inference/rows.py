@@ -144,7 +144,7 @@ def row_statistics(
     values = values[np.isfinite(values)]
     nan = float("nan")
     seeds = seed_interval(values, settings) if len(values) else None
-    varies = len(values) >= 2 and float(np.std(values)) > 0
+    varies = len(values) >= 2 and float(np.ptp(values)) > 0
     out: dict[str, object] = {
         "seeds": len(values),
         "mean": float(values.mean()) if len(values) else nan,

@@ -224,7 +224,7 @@ def paired_t(differences: ArrayLike, confidence: float = 0.95) -> PairedTest:
     x = as_floats(differences, "differences")
     nan = float("nan")
     n = len(x)
-    if n < 2 or np.isnan(x).any() or float(x.std(ddof=1)) == 0.0:
+    if n < 2 or np.isnan(x).any() or float(np.ptp(x)) == 0.0:  # all equal: no spread
         return PairedTest(n=n, estimate=ci.estimate, low=nan, high=nan, p_value=nan)
     t = ci.estimate / (float(x.std(ddof=1)) / math.sqrt(n))
     p = float(2 * scipy_stats.t.sf(abs(t), n - 1))
