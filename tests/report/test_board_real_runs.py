@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 
 from tradebench.cli import app
 from tradebench.llm.loopback import LoopbackServer, RecordedRequest, Reply
+from tradebench.report.html import fmt
 
 runner = CliRunner()
 WINDOW = {"start": "2024-03-01", "end": "2024-04-12"}
@@ -229,3 +230,10 @@ def test_memory_gap_of_a_masked_model_grid(cn_dataset_dir: Path, tmp_path: Path)
     assert (gaps["days_low"] < gaps["days_high"]).all()
     page = (out / "leaderboard.html").read_text()
     assert "Memory gap" in page and "bright" in page
+    # the run's own report shows the same gaps with the same intervals
+    assert runner.invoke(app, ["report", str(run)]).exit_code == 0
+    report = (run / "report.html").read_text()
+    section = report[report.index('id="memory-gap"') :]
+    for gap in gaps.itertuples():
+        shown = f"{fmt(gap.difference)} [{fmt(gap.low)}, {fmt(gap.high)}] ({gap.source})"
+        assert shown in section, shown
