@@ -7,7 +7,6 @@ miss, a miss, garbage, or an invalid first submission, so every rate is known ex
 from __future__ import annotations
 
 import math
-
 from pathlib import Path
 from typing import Any
 

@@ -16,6 +16,7 @@ import yaml
 from scipy import stats
 from typer.testing import CliRunner
 
+from tradebench.benchmarks.mcq.eval.report import mcq_report
 from tradebench.benchmarks.mcq.eval.run import EvalSummary
 from tradebench.benchmarks.mcq.eval.summary import summarise
 from tradebench.cli import app
@@ -224,6 +225,7 @@ def _mcq_folder(root: Path) -> tuple[Path, pd.DataFrame]:
     folder = root / "mcq"
     folder.mkdir()
     (folder / "summary.json").write_text(json.dumps(summary.model_dump(mode="json")))
+    frame.to_parquet(folder / "results.parquet", index=False)
     return folder, frame
 
 
@@ -244,6 +246,19 @@ def test_mcq_accuracy_per_tier_with_its_baselines(hand_run: Path, tmp_path: Path
         assert got["constant_letter_accuracy"] == pytest.approx((keys == top).mean())
         assert got["chance"] == 0.25 and got["questions"] == rows["question_id"].nunique()
     assert "MCQ accuracy by tier" in (out / "leaderboard.html").read_text()
+    # the two models paired on the same questions: McNemar's exact test on the discordant
+    pairs = pd.read_parquet(out / "leaderboard_mcq_pairs.parquet")
+    assert len(pairs) == 1
+    right = frame.pivot_table(index="question_id", columns="model", values="correct")
+    a, b = right["openai:a"].astype(bool), right["openai:b"].astype(bool)
+    only_a, only_b = int((a & ~b).sum()), int((b & ~a).sum())
+    got = pairs.iloc[0]
+    assert (got["only_a"], got["only_b"]) == (only_a, only_b)
+    want = stats.binomtest(only_a, only_a + only_b, 0.5).pvalue
+    assert got["p_value"] == pytest.approx(want, rel=1e-12)
+    assert "McNemar" in (out / "leaderboard.html").read_text()
+    page = mcq_report(folder / "results.parquet", tmp_path / "mcq.html").read_text()
+    assert "Models compared on the same questions" in page and f"{want:.3f}" in page
 
 
 def test_missing_run_folder_is_one_line(tmp_path: Path):

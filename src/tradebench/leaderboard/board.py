@@ -43,6 +43,7 @@ BOARD_FILE = "leaderboard.parquet"
 COMPARISONS_FILE = "comparisons.parquet"
 GAPS_FILE = "memory_gap.parquet"
 MCQ_BOARD_FILE = "leaderboard_mcq.parquet"
+MCQ_PAIRS_FILE = "leaderboard_mcq_pairs.parquet"
 PAGE_FILE = "leaderboard.html"
 CELL = ["benchmark", "dataset", "window_start", "window_end"]
 """Rows ranked against each other: one window of one benchmark on one dataset."""
@@ -334,7 +335,8 @@ def write_leaderboard(
     out_dir.mkdir(parents=True, exist_ok=True)
     written = [out_dir / BOARD_FILE]
     board.rows.to_parquet(written[0], index=False)
-    for name, frame in ((COMPARISONS_FILE, board.comparisons), (GAPS_FILE, board.gaps)):
+    frames = ((COMPARISONS_FILE, board.comparisons), (GAPS_FILE, board.gaps))
+    for name, frame in (*frames, (MCQ_PAIRS_FILE, board.mcq_pairs)):
         if not frame.empty:
             written.append(out_dir / name)
             frame.to_parquet(written[-1], index=False)
