@@ -42,12 +42,12 @@ def leaderboard(
         typer.Option("--mcq", help="An MCQ evaluation folder (`mcq eval -o DIR`); repeat."),
     ] = None,
 ) -> None:
-    """Rank agents across run folders: seed means with intervals, paired differences
-    against equal weight and the index, tie-aware ranks, knowledge-cutoff split, MCQ
-    accuracy per tier.
+    """Rank agents across run folders: intervals over seeds and days, paired comparisons
+    with Holm-adjusted p-values, deflated Sharpe, the memory gap, MCQ accuracy per tier.
 
-    Writes DIR/leaderboard.parquet, DIR/leaderboard.html (and DIR/leaderboard_mcq.parquet
-    with --mcq). Example: tradebench leaderboard runs/a runs/b -o board
+    Writes DIR/leaderboard.parquet, DIR/comparisons.parquet, DIR/memory_gap.parquet (with
+    masked model rows), DIR/leaderboard.html (and DIR/leaderboard_mcq.parquet with --mcq).
+    Methods: docs/statistics.md. Example: tradebench leaderboard runs/a runs/b -o board
     """
     from tradebench.errors import ConfigError
     from tradebench.leaderboard.board import LeaderboardOptions, write_leaderboard

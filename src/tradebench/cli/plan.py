@@ -41,9 +41,11 @@ def plan(
         ),
     ] = None,
 ) -> None:
-    """Print the smallest differences in annual return and Sharpe that the spec's windows
-    and seeds can detect (80% power, 5% level by default), and the days and seeds a target
-    needs, from stated spreads or a previous run's.
+    """Before a run: the smallest return and Sharpe differences a spec can detect, and the
+    days and seeds a target difference needs.
+
+    From stated spreads (--daily-sd, --rho, --seed-sd) or a previous run's (--from), at
+    80% power and a 5% two-sided level by default. Methods: docs/statistics.md.
 
     Example: tradebench plan examples/portfolio_baselines.yaml --target-return 0.1
     """
