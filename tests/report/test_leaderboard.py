@@ -383,3 +383,31 @@ def test_the_same_agent_from_two_runs_is_one_row(hand_run: Path, tmp_path: Path)
     pd.testing.assert_frame_equal(
         board.set_index(key)[cols].sort_index(), one.set_index(key)[cols].sort_index()
     )
+
+
+def test_plan_reads_the_spread_of_a_previous_run(hand_run: Path, tmp_path: Path):
+    summary = pd.read_parquet(hand_run / "summary.parquet")
+    # seed sd: pooled over the cells whose seeds differ (here the model's two windows)
+    variances = [
+        rows["total_return"].var(ddof=1)
+        for _, rows in summary.groupby(["agent", "window_start"])
+        if rows["total_return"].nunique() > 1
+    ]
+    seed_sd = math.sqrt(np.mean(variances))
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        yaml.safe_dump(
+            {
+                "dataset": "synthetic:cn",
+                "windows": [{"start": "2024-07-01", "end": "2024-07-31"}],
+                "seeds": SEEDS,
+                "agents": [{"name": "ew", "baseline": "equal_weight"}],
+            }
+        )
+    )
+    result = runner.invoke(app, ["plan", str(spec), "--from", str(hand_run)])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert f"measured in {hand_run}" in text and f"seed sd {seed_sd:.4g}" in text
+    # no daily returns in this folder: the stated daily sd stays
+    assert "daily difference sd 0.01" in text

@@ -172,9 +172,15 @@ def _resampled_sums(
     columns: np.ndarray, block: float, resamples: int, rng: np.random.Generator
 ) -> np.ndarray:
     """Column sums `(resamples, c)` over stationary-bootstrap paths of the rows of
-    `columns` `(n, c)`."""
-    idx = stationary_indices(columns.shape[0], block, resamples, rng)
-    return np.stack([col[idx].sum(axis=1) for col in columns.T], axis=1)
+    `columns` `(n, c)`: for several columns, how often each path visits each day times
+    the columns (one matrix product, however many seeds)."""
+    n = columns.shape[0]
+    idx = stationary_indices(n, block, resamples, rng)
+    if columns.shape[1] <= 2:  # one series: gathering the days is faster
+        return np.stack([col[idx].sum(axis=1) for col in columns.T], axis=1)
+    rows = np.arange(resamples)[:, None] * n
+    counts = np.bincount((rows + idx).ravel(), minlength=resamples * n)
+    return counts.reshape(resamples, n).astype(np.float64) @ columns
 
 
 def _moments(r: np.ndarray, stat: Statistic) -> np.ndarray:

@@ -10,10 +10,11 @@ several seeds that differ.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import combinations
+from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from tradebench.leaderboard.data import board_episodes
 from tradebench.metrics.power import (
@@ -29,14 +30,17 @@ from tradebench.plan.core import PLAN_SECTIONS, PlanContext, PlanSection
 __all__ = ["Spread", "power_section", "spread_from_run"]
 
 
+@dataclass(frozen=True)
 class Spread:
     """Daily difference sd, correlation and seed sd, with where they came from."""
 
-    def __init__(self, daily_sd: float, rho: float, seed_sd: float | None, source: str):
-        self.daily_sd, self.rho, self.seed_sd, self.source = daily_sd, rho, seed_sd, source
+    daily_sd: float
+    rho: float
+    seed_sd: float | None
+    source: str
 
 
-def spread_from_run(run_dir, fallback: Spread) -> Spread:
+def spread_from_run(run_dir: Path, fallback: Spread) -> Spread:
     """The spread measured in a previous run folder (module docstring); the fallback's
     values where the run cannot tell (one agent, or no seeds that differ).
 
@@ -141,8 +145,3 @@ def _needed(context: PlanContext, spread: Spread) -> list[tuple[str, str]]:
         need = days_for_sharpe(a.target_sharpe, spread.rho, a.alpha, a.power)
         rows.append((f"days needed for a Sharpe difference of {a.target_sharpe:g}", str(need)))
     return rows
-
-
-def _frame(section: PlanSection) -> pd.DataFrame:
-    """A section as a two-column table (for tests and other renderers)."""
-    return pd.DataFrame(section.rows, columns=["quantity", "value"])
