@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 from typer.testing import CliRunner
@@ -176,3 +177,29 @@ def test_plan_prints_the_minimum_detectable_effects_of_the_example() -> None:
     assert str(math.ceil(2 * 0.5 * 252 * z**2)) in text
     bad = runner.invoke(app, ["plan", "examples/portfolio_baselines.yaml", "--power", "1.5"])
     assert bad.exit_code != 0 and "Traceback" not in bad.output
+
+
+def test_seeds_pair_across_runs_whatever_their_dtype() -> None:
+    """A run whose summary has the index's missing seed stores seeds as floats: seed 1.0 of
+    one run is seed 1 of another."""
+    from tradebench.inference import InferenceSettings, compare_rows
+
+    def episodes(seeds: list, values: list[float]) -> pd.DataFrame:
+        return pd.DataFrame(
+            {
+                "seed": pd.Series(seeds),
+                "n_steps": 20,
+                "value": values,
+                "index_value": np.nan,
+                "returns": None,
+                "index_returns": None,
+            }
+        )
+
+    a = episodes([0, 1, 2], [0.03, 0.01, 0.05])
+    b = episodes([0.0, 1.0, 2.0], [0.01, 0.02, 0.02])
+    got = compare_rows(a, b, "total_return", InferenceSettings())
+    assert got["pairs"] == 3 and got["difference"] == pytest.approx(0.04 / 3)
+    assert got["seeds_p"] == pytest.approx(
+        stats.ttest_rel([0.03, 0.01, 0.05], [0.01, 0.02, 0.02]).pvalue
+    )
