@@ -154,6 +154,17 @@ def test_board_over_two_real_baseline_runs(cn_dataset_dir: Path, tmp_path: Path)
     for text in ("Paired comparisons", "Holm p", "DSR", "over days"):
         assert text in page
 
+    # the information ratio: resampled on active returns against the index's own days;
+    # the index's IR against itself is undefined, so it has no interval at all
+    ir_out = tmp_path / "ir"
+    args = ["leaderboard", str(first), "-o", str(ir_out), "--metric", "information_ratio"]
+    assert runner.invoke(app, args).exit_code == 0
+    ir = pd.read_parquet(ir_out / "leaderboard.parquet").set_index("agent")
+    want = summary.xs("mom")["information_ratio"].mean()
+    assert ir.loc["mom", "mean"] == pytest.approx(want)
+    assert ir.loc["mom", "days_low"] < want < ir.loc["mom", "days_high"]
+    assert ir.loc["benchmark", "interval"] == "none" and math.isnan(ir.loc["benchmark", "low"])
+
 
 def _trader(req: RecordedRequest) -> Reply:
     """Buys one listed name a step, picked by a digest of everything it was shown: what it

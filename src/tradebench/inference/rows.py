@@ -158,6 +158,8 @@ def row_statistics(
     }
     if len(outcomes):
         out |= _day_statistics(_modal(outcomes), metric, settings)
+    if not np.isfinite(out["mean"]):  # no interval around an undefined value
+        out |= {"days_low": nan, "days_high": nan}
     if varies:
         out |= {"low": out["seeds_low"], "high": out["seeds_high"], "interval": "seeds"}
     elif math.isfinite(out["days_low"]):  # type: ignore[arg-type]
