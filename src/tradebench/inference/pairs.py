@@ -27,7 +27,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from tradebench.inference.rows import InferenceSettings, day_matrix, per_seed
+from tradebench.inference.rows import InferenceSettings, day_matrix, per_seed, seed_key
 from tradebench.metrics.block_bootstrap import STATISTICS, paired_block_difference
 from tradebench.metrics.sharpe_inference import sharpe_difference
 from tradebench.metrics.stats import holm_adjust, paired_t
@@ -78,17 +78,13 @@ def _pairs(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     """Per-seed outcomes of two rows joined on seed and step count (a row of one
     seedless outcome pairs with every seed of the other)."""
     left, right = per_seed(a), per_seed(b)
-    for frame, other in ((left, right), (right, left)):
-        if len(frame) == 1 and frame["seed"].isna().all() and other["seed"].notna().any():
-            frame.loc[:, "seed"] = None
     if left["seed"].isna().all() and len(left) == 1:
         left = pd.concat([left.assign(seed=s) for s in right["seed"]], ignore_index=True)
     elif right["seed"].isna().all() and len(right) == 1:
         right = pd.concat([right.assign(seed=s) for s in left["seed"]], ignore_index=True)
-    key = ["seed", "n_steps"]
-    left = left.assign(seed=left["seed"].astype("string").fillna(""))
-    right = right.assign(seed=right["seed"].astype("string").fillna(""))
-    return left.merge(right, on=key, suffixes=("_a", "_b"))
+    left = left.assign(seed=seed_key(left["seed"]))
+    right = right.assign(seed=seed_key(right["seed"]))
+    return left.merge(right, on=["seed", "n_steps"], suffixes=("_a", "_b"))
 
 
 def compare_rows(
@@ -136,9 +132,8 @@ def compare_rows(
 
 def _with_index_values(joined: pd.DataFrame, episodes: pd.DataFrame) -> pd.DataFrame:
     """The index's metric over each seed's own days (`index_value`, averaged per seed)."""
-    key = episodes["seed"].astype("string").fillna("")
-    index_values = episodes.groupby([key, "n_steps"])["index_value"].mean()
-    seeds = joined["seed"].astype("string").fillna("")
+    index_values = episodes.groupby([seed_key(episodes["seed"]), "n_steps"])["index_value"].mean()
+    seeds = seed_key(joined["seed"])
     joined["value_b"] = [
         index_values.get((s, n), np.nan) for s, n in zip(seeds, joined["n_steps"], strict=True)
     ]
@@ -216,16 +211,19 @@ def significance_ranks(
     """Rank of each row among `rows` (board indices of one cell): 1 + the number of rows
     significantly better (Holm-adjusted) than it. `index_row` is the index's board row,
     which the comparisons against the index (`b` = -1) place."""
-    better = {i: set() for i in rows}
-    for r in table.itertuples(index=False):
-        a = int(r.a)
-        b = index_row if int(r.b) == -1 else int(r.b)
-        if b is None or a not in better or b not in better or not r.significant:
+    better: dict[int, set[int]] = {i: set() for i in rows}
+    a = table["a"].to_numpy(dtype=int)
+    b = table["b"].to_numpy(dtype=int)
+    if index_row is not None:
+        b = np.where(b == -1, index_row, b)
+    difference = table["difference"].to_numpy(dtype=float)
+    for k in np.flatnonzero(table["significant"].to_numpy(dtype=bool)):
+        if a[k] not in better or b[k] not in better:
             continue
-        if r.difference > 0:
-            better[b].add(a)
-        elif r.difference < 0:
-            better[a].add(b)
+        if difference[k] > 0:
+            better[int(b[k])].add(int(a[k]))
+        elif difference[k] < 0:
+            better[int(a[k])].add(int(b[k]))
     return {i: 1 + len(better[i]) for i in rows}
 
 

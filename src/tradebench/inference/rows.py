@@ -53,6 +53,7 @@ __all__ = [
     "per_seed",
     "row_statistics",
     "seed_interval",
+    "seed_key",
 ]
 
 
@@ -86,12 +87,22 @@ def seed_interval(values: np.ndarray, settings: InferenceSettings) -> Interval:
     return t_interval(values, settings.confidence)
 
 
+def seed_key(seeds: pd.Series) -> pd.Series:
+    """Seeds as text keys, whole numbers without a decimal point whatever the column's
+    dtype (a seed column beside the index's missing seed is float); "" for no seed."""
+    numeric = pd.to_numeric(seeds, errors="coerce")
+    whole = numeric.notna() & (numeric == numeric.round())
+    text = seeds.astype("string")
+    text[whole] = numeric[whole].astype("int64").astype("string")
+    return text.fillna("")
+
+
 def per_seed(episodes: pd.DataFrame) -> pd.DataFrame:
     """One outcome per seed (and step count): the mean `value` and element-wise mean
     daily returns of its episodes. A reference that ran once per window (no seed) keeps
     seed NaN."""
     rows = []
-    key = episodes["seed"].astype("string").fillna("")
+    key = seed_key(episodes["seed"])
     for (seed, steps), group in episodes.groupby([key, "n_steps"], sort=True):
         rows.append(
             {
