@@ -200,6 +200,12 @@ def test_seeds_pair_across_runs_whatever_their_dtype() -> None:
     b = episodes([0.0, 1.0, 2.0], [0.01, 0.02, 0.02])
     got = compare_rows(a, b, "total_return", InferenceSettings())
     assert got["pairs"] == 3 and got["difference"] == pytest.approx(0.04 / 3)
+    # the same agent from both runs: three seeds, each averaged over its two episodes
+    from tradebench.inference import per_seed
+
+    pooled = per_seed(pd.concat([a, b], ignore_index=True))
+    assert len(pooled) == 3
+    assert pooled["value"].tolist() == pytest.approx([0.02, 0.015, 0.035])
     assert got["seeds_p"] == pytest.approx(
         stats.ttest_rel([0.03, 0.01, 0.05], [0.01, 0.02, 0.02]).pvalue
     )
