@@ -203,7 +203,9 @@ def test_seeds_pair_across_runs_whatever_their_dtype() -> None:
     # the same agent from both runs: three seeds, each averaged over its two episodes
     from tradebench.inference import per_seed
 
-    pooled = per_seed(pd.concat([a, b], ignore_index=True))
+    both = pd.concat([a, b], ignore_index=True)
+    both["seed"] = pd.Series([0, 1, 2, 0.0, 1.0, 2.0], dtype=object)  # as read, unconverted
+    pooled = per_seed(both)
     assert len(pooled) == 3
     assert pooled["value"].tolist() == pytest.approx([0.02, 0.015, 0.035])
     assert got["seeds_p"] == pytest.approx(
