@@ -6,6 +6,7 @@ miss, a miss, garbage, or an invalid first submission, so every rate is known ex
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -165,6 +166,16 @@ def test_build_run_report_end_to_end(small_synth_dir: Path, tmp_path: Path):
     for text in ("openai:scripted", "data:returns", "random", "71.4% [35.9%, 91.8%] (5/7"):
         assert text in html
     assert "plotly-graph-div" in html and "<script src=" not in html
+    # top-1 recovery minus random: the Wilson interval shifted by the known random rate,
+    # and the exact one-sided binomial p-value of 5 hits in 7 at that rate
+    top1 = summary.loc["top1"]
+    r = float(top1["random"])
+    p = sum(math.comb(7, k) * r**k * (1 - r) ** (7 - k) for k in range(5, 8))
+    cell = (
+        f"{100 * (5 / 7 - r):+.1f} pts [{100 * (top1['low'] - r):+.1f}, "
+        f"{100 * (top1['high'] - r):+.1f}] (p = {p:.3g})"
+    )
+    assert cell in html
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ import yaml
 from scipy import stats
 from typer.testing import CliRunner
 
+from tradebench.benchmarks.mcq.eval.report import mcq_report
 from tradebench.benchmarks.mcq.eval.run import EvalSummary
 from tradebench.benchmarks.mcq.eval.summary import summarise
 from tradebench.cli import app
@@ -133,10 +134,8 @@ def test_intervals_and_paired_differences_match_an_independent_computation(
         paired = [s for s in SEEDS if llm.loc[s, "n_steps"] == ew.loc[s, "n_steps"]]
         d_ew = np.array([llm.loc[s, "total_return"] - ew.loc[s, "total_return"] for s in paired])
         d_ix = (llm["total_return"] - llm["benchmark_total_return"]).to_numpy()
-        if method == "t":
-            want = [_t_interval(v) for v in (x, d_ew, d_ix)]
-        else:
-            want = [_bootstrap(v, 4000, 7) for v in (x, d_ew, d_ix)]
+        # below 30 seeds the percentile bootstrap undercovers: `bootstrap` falls back to t
+        want = [_t_interval(v) for v in (x, d_ew, d_ix)]
         got = [
             (row["low"], row["high"]),
             (row["vs_equal_weight_low"], row["vs_equal_weight_high"]),
@@ -226,6 +225,7 @@ def _mcq_folder(root: Path) -> tuple[Path, pd.DataFrame]:
     folder = root / "mcq"
     folder.mkdir()
     (folder / "summary.json").write_text(json.dumps(summary.model_dump(mode="json")))
+    frame.to_parquet(folder / "results.parquet", index=False)
     return folder, frame
 
 
@@ -246,6 +246,19 @@ def test_mcq_accuracy_per_tier_with_its_baselines(hand_run: Path, tmp_path: Path
         assert got["constant_letter_accuracy"] == pytest.approx((keys == top).mean())
         assert got["chance"] == 0.25 and got["questions"] == rows["question_id"].nunique()
     assert "MCQ accuracy by tier" in (out / "leaderboard.html").read_text()
+    # the two models paired on the same questions: McNemar's exact test on the discordant
+    pairs = pd.read_parquet(out / "leaderboard_mcq_pairs.parquet")
+    assert len(pairs) == 1
+    right = frame.pivot_table(index="question_id", columns="model", values="correct")
+    a, b = right["openai:a"].astype(bool), right["openai:b"].astype(bool)
+    only_a, only_b = int((a & ~b).sum()), int((b & ~a).sum())
+    got = pairs.iloc[0]
+    assert (got["only_a"], got["only_b"]) == (only_a, only_b)
+    want = stats.binomtest(only_a, only_a + only_b, 0.5).pvalue
+    assert got["p_value"] == pytest.approx(want, rel=1e-12)
+    assert "McNemar" in (out / "leaderboard.html").read_text()
+    page = mcq_report(folder / "results.parquet", tmp_path / "mcq.html").read_text()
+    assert "Models compared on the same questions" in page and f"{want:.3f}" in page
 
 
 def test_missing_run_folder_is_one_line(tmp_path: Path):
@@ -302,7 +315,15 @@ def test_board_over_the_demo_run_renders(tmp_path: Path):
     assert board["rank"].min() == 1
     page = (out / "leaderboard.html").read_text()
     assert page.count('class="plotly-graph-div"') == 1 and "How to read this board" in page
-    assert "<h3>after cutoff</h3>" in page and "rest on one seed" in page
+    assert "<h3>after cutoff</h3>" in page and "have no interval" in page
+    # one seed never gives a point interval: the 21-day baselines carry the interval over
+    # days, the 2-day model episodes (too short to resample) none
+    baselines = board[board["kind"] == "baseline"]
+    assert (baselines["interval"] == "days").all()
+    trading = baselines[baselines["agent"] != "cash"]  # cash: every day 0, no spread at all
+    assert (trading["low"] < trading["mean"]).all() and (trading["mean"] < trading["high"]).all()
+    assert (models["interval"] == "none").all() and models["low"].isna().all()
+    assert "n=1: no interval" in page
 
 
 @pytest.mark.skipif(
@@ -346,11 +367,47 @@ def test_board_over_a_factor_model_run_with_selection_alpha(cn_dataset_dir: Path
     assert "ridge" in (out / "leaderboard.html").read_text()
 
 
-def test_two_runs_share_one_board(hand_run: Path, tmp_path: Path):
+def test_the_same_agent_from_two_runs_is_one_row(hand_run: Path, tmp_path: Path):
     twin = tmp_path / "second" / hand_run.name  # same folder name: labels keep them apart
     shutil.copytree(hand_run, twin)
+    write_leaderboard([hand_run], tmp_path / "one")
     write_leaderboard([hand_run, twin], tmp_path / "board")
+    one = pd.read_parquet(tmp_path / "one" / "leaderboard.parquet")
     board = pd.read_parquet(tmp_path / "board" / "leaderboard.parquet")
-    assert set(board["run"]) == {f"{hand_run.parent.name}/hand", "second/hand"}
-    for _, pair in board.groupby(["window_start", "agent"]):
-        assert len(pair) == 2 and pair["rank"].nunique() == 1  # identical twins tie
+    assert len(board) == len(one)  # one row per agent and window, not one per run
+    labels = sorted([f"{hand_run.parent.name}/hand", "second/hand"])
+    assert set(board["runs"]) == {", ".join(labels)}
+    # the twin's seeds are the same seeds: averaged, never counted twice
+    cols = ["seeds", "mean", "low", "high", "vs_equal_weight", "vs_index_low"]
+    key = ["window_start", "agent"]
+    pd.testing.assert_frame_equal(
+        board.set_index(key)[cols].sort_index(), one.set_index(key)[cols].sort_index()
+    )
+
+
+def test_plan_reads_the_spread_of_a_previous_run(hand_run: Path, tmp_path: Path):
+    summary = pd.read_parquet(hand_run / "summary.parquet")
+    # seed sd: pooled over the cells whose seeds differ (here the model's two windows)
+    variances = [
+        rows["total_return"].var(ddof=1)
+        for _, rows in summary.groupby(["agent", "window_start"])
+        if rows["total_return"].nunique() > 1
+    ]
+    seed_sd = math.sqrt(np.mean(variances))
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        yaml.safe_dump(
+            {
+                "dataset": "synthetic:cn",
+                "windows": [{"start": "2024-07-01", "end": "2024-07-31"}],
+                "seeds": SEEDS,
+                "agents": [{"name": "ew", "baseline": "equal_weight"}],
+            }
+        )
+    )
+    result = runner.invoke(app, ["plan", str(spec), "--from", str(hand_run)])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert f"measured in {hand_run}" in text and f"seed sd {seed_sd:.4g}" in text
+    # no daily returns in this folder: the stated daily sd stays
+    assert "daily difference sd 0.01" in text

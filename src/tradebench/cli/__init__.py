@@ -38,9 +38,14 @@ VERBS = (
     Verb(
         "leaderboard",
         "tradebench.cli.leaderboard:leaderboard",
-        "Rank agents across run folders: seed means with intervals, paired differences "
-        "against equal weight and the index, tie-aware ranks, knowledge-cutoff split, MCQ "
-        "accuracy per tier.",
+        "Rank agents across run folders: intervals over seeds and days, paired comparisons "
+        "with Holm-adjusted p-values, deflated Sharpe, the memory gap, MCQ accuracy per tier.",
+    ),
+    Verb(
+        "plan",
+        "tradebench.cli.plan:plan",
+        "Before a run: the smallest return and Sharpe differences a spec can detect, and the "
+        "days and seeds a target difference needs.",
     ),
     Verb(
         "attribute",

@@ -22,10 +22,13 @@ def leaderboard(
         str, typer.Option(help="Summary column compared (higher is better).")
     ] = "total_return",
     interval: Annotated[
-        str, typer.Option(help="Interval of seed means: bootstrap or t.")
-    ] = "bootstrap",
+        str,
+        typer.Option(
+            help="Interval over seeds: t (Student t) or bootstrap (percentile, from 30 seeds)."
+        ),
+    ] = "t",
     confidence: Annotated[float, typer.Option(help="Two-sided coverage.")] = 0.95,
-    resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples.")] = 10_000,
+    resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples.")] = 2_000,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
     cutoff: Annotated[
         list[str] | None,
@@ -39,12 +42,12 @@ def leaderboard(
         typer.Option("--mcq", help="An MCQ evaluation folder (`mcq eval -o DIR`); repeat."),
     ] = None,
 ) -> None:
-    """Rank agents across run folders: seed means with intervals, paired differences
-    against equal weight and the index, tie-aware ranks, knowledge-cutoff split, MCQ
-    accuracy per tier.
+    """Rank agents across run folders: intervals over seeds and days, paired comparisons
+    with Holm-adjusted p-values, deflated Sharpe, the memory gap, MCQ accuracy per tier.
 
-    Writes DIR/leaderboard.parquet, DIR/leaderboard.html (and DIR/leaderboard_mcq.parquet
-    with --mcq). Example: tradebench leaderboard runs/a runs/b -o board
+    Writes DIR/leaderboard.parquet, DIR/comparisons.parquet, DIR/memory_gap.parquet (with
+    masked model rows), DIR/leaderboard.html (and DIR/leaderboard_mcq.parquet with --mcq).
+    Methods: docs/statistics.md. Example: tradebench leaderboard runs/a runs/b -o board
     """
     from tradebench.errors import ConfigError
     from tradebench.leaderboard.board import LeaderboardOptions, write_leaderboard
@@ -52,7 +55,7 @@ def leaderboard(
     from tradebench.leaderboard.stats import INTERVAL_METHODS, IntervalSettings
 
     if interval not in INTERVAL_METHODS:
-        raise ConfigError(f"unknown --interval {interval!r}; use bootstrap or t")
+        raise ConfigError(f"unknown --interval {interval!r}; use t or bootstrap")
     if not 0 < confidence < 1:
         raise ConfigError(f"--confidence must be in (0, 1), got {confidence}")
     options = LeaderboardOptions(

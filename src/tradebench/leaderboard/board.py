@@ -1,20 +1,19 @@
 """A leaderboard across run folders: one row per agent and benchmark cell.
 
-A *cell* is (benchmark, dataset, mode, mask, window); a row is one agent of one run in one
-cell, its seeds pooled. Per row (`BOARD_COLUMNS`): the seed mean of the metric with its
-interval (`leaderboard.stats`), the equal-weight baseline and the index on the same window,
-the paired differences against both with intervals, selection alpha from the attribution
-where present, the model's knowledge cutoff and whether the window lies after it, and a
-rank among the rows of the same window that ties overlapping intervals.
+A *cell* is (benchmark, dataset, window); a row is one agent (by its identity:
+`leaderboard.data.agent_identity`, so the same agent from several runs is one row, its
+runs listed in `runs`) under one mode and mask, its seeds pooled (a seed run in two
+folders is averaged, never counted twice). Per row (`BOARD_COLUMNS`): the seed mean of the
+metric with the interval `interval` names (over seeds, Student t, where seeds differ; else
+over days, the stationary block bootstrap; else none), the equal-weight baseline and the
+index on the same window, the paired differences against both, the probabilistic and
+deflated Sharpe ratios, selection alpha where attributed, the model's knowledge cutoff and
+where the window lies against it, and a rank that separates rows only where their
+Holm-adjusted paired difference is significant.
 
-Pairing (same window, same seed, same decision days):
-- vs the index: each episode's own metric minus the index's over that episode's days (the
-  panel's `benchmark_` value), so a short model episode meets the index on its own days;
-  for a metric the panel has no index value of, the index episode of the window is used
-  when it ran as many days.
-- vs equal weight: the run's equal-weight episode of the same window and seed (the only one
-  of the window when it has one), counted only when both ran the same number of days.
-References are taken from the same run folder as the row.
+Every paired comparison on the board (`Leaderboard.comparisons`) and the memory gap
+(`Leaderboard.gaps`: bright minus each blinded level) come from `tradebench.inference`
+(docs/statistics.md).
 """
 
 from __future__ import annotations
@@ -27,40 +26,71 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tradebench.leaderboard.data import board_episodes, mcq_rows
+from tradebench.inference import (
+    InferenceSettings,
+    comparisons,
+    deflate,
+    memory_gaps,
+    row_statistics,
+    significance_ranks,
+)
+from tradebench.inference.rows import day_matrix, per_seed
+from tradebench.leaderboard.data import board_episodes, mcq_pairs, mcq_rows
 from tradebench.leaderboard.page import render_leaderboard
-from tradebench.leaderboard.stats import IntervalSettings, mean_interval, tie_ranks
+from tradebench.leaderboard.stats import IntervalSettings, tie_ranks
 
 BOARD_FILE = "leaderboard.parquet"
+COMPARISONS_FILE = "comparisons.parquet"
+GAPS_FILE = "memory_gap.parquet"
 MCQ_BOARD_FILE = "leaderboard_mcq.parquet"
+MCQ_PAIRS_FILE = "leaderboard_mcq_pairs.parquet"
 PAGE_FILE = "leaderboard.html"
 CELL = ["benchmark", "dataset", "window_start", "window_end"]
 """Rows ranked against each other: one window of one benchmark on one dataset."""
-ROW = ["run", *CELL, "agent", "kind", "mode", "mask"]
+ROW = [*CELL, "identity", "kind", "mode", "mask"]
 """What identifies a board row."""
 BOARD_COLUMNS = [
-    *ROW,
+    *CELL,
+    "agent",
+    "identity",
+    "kind",
+    "mode",
+    "mask",
+    "runs",
     "model",
     "seeds",
     "steps",
     "mean",
     "low",
     "high",
+    "interval",
+    "seeds_low",
+    "seeds_high",
+    "days",
+    "days_low",
+    "days_high",
     "equal_weight",
     "index",
     "vs_equal_weight_n",
     "vs_equal_weight",
     "vs_equal_weight_low",
     "vs_equal_weight_high",
+    "vs_equal_weight_p",
     "vs_index_n",
     "vs_index",
     "vs_index_low",
     "vs_index_high",
+    "vs_index_p",
+    "sharpe_daily",
+    "psr",
+    "dsr",
     "selection_alpha",
     "knowledge_cutoff",
     "period",
     "rank",
 ]
+INDEX_LABEL = "index"
+"""The agent label of the index on the other side of a comparison."""
 PERIODS = ("after cutoff", "spans cutoff", "before cutoff", "no cutoff")
 """Where a row's window lies against its model's knowledge cutoff (`no cutoff`: none
 declared, or not a model)."""
@@ -68,6 +98,8 @@ declared, or not a model)."""
 __all__ = [
     "BOARD_COLUMNS",
     "BOARD_FILE",
+    "COMPARISONS_FILE",
+    "GAPS_FILE",
     "PERIODS",
     "Leaderboard",
     "LeaderboardOptions",
@@ -85,7 +117,7 @@ class LeaderboardOptions:
     metric: str = "total_return"
     """Summary column compared (higher is better)."""
     intervals: IntervalSettings = field(default_factory=IntervalSettings)
-    """Interval method, confidence, bootstrap resamples and seed."""
+    """Interval method over seeds, confidence, resamples and seed."""
     cutoffs: dict[str, date] = field(default_factory=dict)
     """Knowledge cutoffs per agent name, over the specs' `knowledge_cutoff`."""
     mcq_dirs: tuple[Path, ...] = ()
@@ -101,6 +133,13 @@ class Leaderboard:
     mcq: pd.DataFrame
     """MCQ accuracy per folder, model, mode and tier (empty without MCQ folders)."""
     options: LeaderboardOptions
+    comparisons: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """Every paired comparison (`inference.COMPARISON_COLUMNS`, `a`/`b` board row
+    numbers, -1 the index) with the rows' labels."""
+    gaps: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """The memory gap: bright minus each blinded level (`inference.GAP_COLUMNS`)."""
+    mcq_pairs: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """MCQ models compared on the same questions (McNemar exact)."""
 
 
 def cutoff_period(start: str, end: str, cutoff: date | None) -> str:
@@ -114,58 +153,19 @@ def cutoff_period(start: str, end: str, cutoff: date | None) -> str:
     return "before cutoff" if last <= cutoff else "spans cutoff"
 
 
-def _paired(own: pd.DataFrame, ref: pd.DataFrame, column: str = "value") -> np.ndarray:
-    """Per-seed differences own - ref over the same days (the single reference episode
-    pairs every seed when the window has one)."""
-    if ref.empty:
-        return np.array([])
-    if len(ref) == 1:
-        one = ref.iloc[0]
-        same = own[own["n_steps"] == one["n_steps"]]
-        return (same["value"] - one[column]).to_numpy(dtype=float)
-    joined = own.merge(ref, on="seed", suffixes=("", "_ref"))
-    joined = joined[joined["n_steps"] == joined["n_steps_ref"]]
-    return (joined["value"] - joined[f"{column}_ref"]).to_numpy(dtype=float)
-
-
-def _index_diffs(own: pd.DataFrame, index: pd.DataFrame) -> np.ndarray:
-    """Per-episode differences against the index over the episode's own days."""
-    if own["index_value"].notna().any():
-        return (own["value"] - own["index_value"]).to_numpy(dtype=float)
-    return _paired(own, index)
-
-
-def _row(
-    key: tuple, own: pd.DataFrame, refs: dict[str, pd.DataFrame], settings: IntervalSettings
-) -> dict:
-    """One board row from its episodes and its window's reference episodes."""
+def _row(key: tuple, own: pd.DataFrame, metric: str, settings: InferenceSettings) -> dict:
+    """One board row's own columns from its episodes."""
     row = dict(zip(ROW, key, strict=True))
-    seed_mean = mean_interval(own["value"], settings)
-    ew, index = refs["equal_weight"], refs["index"]
-    is_ew, is_index = bool(own["is_equal_weight"].any()), row["kind"] == "benchmark"
-    vs_ew = mean_interval([] if is_ew else _paired(own, ew), settings)
-    vs_index = mean_interval([] if is_index else _index_diffs(own, index), settings)
     cutoff = own["knowledge_cutoff"].dropna()
     cutoff_day = cutoff.iloc[0] if len(cutoff) and row["kind"] == "llm" else None
     steps = sorted(set(own["n_steps"].astype(int)))
     return {
         **row,
+        "agent": "/".join(sorted(set(own["agent"]))),
+        "runs": ", ".join(sorted(set(own["run"]))),
         "model": own["model"].dropna().iloc[0] if own["model"].notna().any() else None,
-        "seeds": seed_mean.n,
         "steps": ", ".join(map(str, steps)),
-        "mean": seed_mean.mean,
-        "low": seed_mean.low,
-        "high": seed_mean.high,
-        "equal_weight": float(ew["value"].mean()) if len(ew) else np.nan,
-        "index": float(index["value"].mean()) if len(index) else np.nan,
-        "vs_equal_weight_n": vs_ew.n,
-        "vs_equal_weight": vs_ew.mean,
-        "vs_equal_weight_low": vs_ew.low,
-        "vs_equal_weight_high": vs_ew.high,
-        "vs_index_n": vs_index.n,
-        "vs_index": vs_index.mean,
-        "vs_index_low": vs_index.low,
-        "vs_index_high": vs_index.high,
+        **row_statistics(own, metric, settings),
         "selection_alpha": float(own["selection"].mean())
         if own["selection"].notna().any()
         else np.nan,
@@ -174,25 +174,101 @@ def _row(
     }
 
 
-def board_rows(episodes: pd.DataFrame, settings: IntervalSettings) -> pd.DataFrame:
-    """The board (`BOARD_COLUMNS`) from finished episodes (`leaderboard.data.EPISODE_COLUMNS`),
-    ranked within each window by `rank` (ties for overlapping intervals), best first."""
-    rows = []
-    window_runs = ["run", *CELL]
-    for _, window in episodes.groupby(window_runs, sort=True, dropna=False):
-        refs = {
-            "equal_weight": window[window["is_equal_weight"]],
-            "index": window[window["kind"] == "benchmark"],
-        }
-        for key, own in window.groupby(ROW, sort=True, dropna=False):
-            rows.append(_row(key, own, refs, settings))
-    board = pd.DataFrame(rows, columns=BOARD_COLUMNS[:-1])
-    ranks = pd.Series(np.nan, index=board.index)
+def _reference_columns(board: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
+    """The equal-weight and index columns of every row from the comparisons."""
+    out = board.copy()
+    for col in ("vs_equal_weight", "vs_index"):
+        for suffix in ("_n", "", "_low", "_high", "_p"):
+            out[col + suffix] = np.nan
+    keyed = table.set_index(["a", "b"])
     for _, cell in board.groupby(CELL, sort=False, dropna=False):
-        ranks[cell.index] = tie_ranks(cell["low"], cell["high"], cell["mean"])
-    board["rank"] = ranks.astype("Int64")
-    board = board.sort_values([*CELL, "rank", "mean"], ascending=[*[True] * 5, False])
-    return board.reset_index(drop=True)[BOARD_COLUMNS]
+        ew = cell.index[cell["is_equal_weight"]]
+        index_rows = cell.index[cell["kind"] == "benchmark"]
+        for i in cell.index:
+            out.loc[i, "equal_weight"] = board.loc[ew[0], "mean"] if len(ew) else np.nan
+            out.loc[i, "index"] = board.loc[index_rows[0], "mean"] if len(index_rows) else np.nan
+            refs = {"vs_index": (i, -1)}
+            if len(ew) and ew[0] != i:
+                refs["vs_equal_weight"] = (i, int(ew[0]))
+            for col, (a, b) in refs.items():
+                flip = (a, b) not in keyed.index
+                if flip and (b, a) not in keyed.index:
+                    continue
+                r = keyed.loc[(b, a) if flip else (a, b)]
+                sign = -1 if flip else 1
+                low, high = (-r["high"], -r["low"]) if flip else (r["low"], r["high"])
+                out.loc[i, [col + "_n", col, col + "_low", col + "_high", col + "_p"]] = [
+                    r["pairs"],
+                    sign * r["difference"],
+                    low,
+                    high,
+                    r["p_holm"],
+                ]
+    return out
+
+
+def board_tables(
+    episodes: pd.DataFrame, metric: str, settings: InferenceSettings
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The board (`BOARD_COLUMNS`), every comparison and the memory gap from finished
+    episodes (`leaderboard.data.EPISODE_COLUMNS`)."""
+    rows, groups = [], {}
+    for key, own in episodes.groupby(ROW, sort=True, dropna=False):
+        groups[len(rows)] = own
+        rows.append(
+            {
+                **_row(key, own, metric, settings),
+                "is_equal_weight": bool(own["is_equal_weight"].any()),
+            }
+        )
+    board = pd.DataFrame(rows)
+    returns = {}
+    for i, own in groups.items():
+        matrix = day_matrix(per_seed(own))
+        if matrix is not None and board.loc[i, "kind"] != "benchmark":
+            returns[i] = matrix.mean(axis=1)
+    board["dsr"] = deflate(board, returns)
+    cells = [cell for _, cell in board.groupby(CELL, sort=True, dropna=False)]
+    table = comparisons(cells, groups, metric, settings)
+    board = _reference_columns(board, table)
+    board["rank"] = pd.Series(pd.NA, index=board.index, dtype="Int64")
+    for cell in cells:
+        index_rows = cell.index[cell["kind"] == "benchmark"]
+        ranked = [i for i in cell.index if np.isfinite(board.loc[i, "mean"])]
+        ranks = significance_ranks(ranked, table, int(index_rows[0]) if len(index_rows) else None)
+        for i, r in ranks.items():
+            board.loc[i, "rank"] = r
+    gaps = memory_gaps(board, table)
+    order = board.sort_values([*CELL, "rank", "mean"], ascending=[*[True] * 5, False]).index
+    position = {int(old): new for new, old in enumerate(order)}
+    position[-1] = -1  # the index's own comparisons
+    for frame in (table, gaps):
+        for side in ("a", "b"):
+            frame[side] = frame[side].map(position).astype(int)
+    return board.loc[order, BOARD_COLUMNS].reset_index(drop=True), table, gaps
+
+
+def board_rows(
+    episodes: pd.DataFrame, settings: IntervalSettings, metric: str = "total_return"
+) -> pd.DataFrame:
+    """The board alone (`BOARD_COLUMNS`), best first within each window."""
+    return board_tables(episodes, metric, settings.inference())[0]
+
+
+def _labelled(table: pd.DataFrame, board: pd.DataFrame) -> pd.DataFrame:
+    """A comparison table with each side's cell, agent, mode, mask and runs."""
+    out = table.copy()
+    for side in ("a", "b"):
+        rows = board.reindex(out[side].astype(int))
+        for col in ("agent", "mode", "mask", "runs"):
+            values = rows[col].to_numpy(dtype=object)
+            if side == "b" and col == "agent":
+                values = np.where(out[side] == -1, INDEX_LABEL, values)
+            out[f"{side}_{col}"] = values
+    cells = board.reindex(out["a"].astype(int))
+    for col in CELL:
+        out[col] = cells[col].to_numpy()
+    return out
 
 
 def build_leaderboard(
@@ -207,13 +283,23 @@ def build_leaderboard(
     options = options or LeaderboardOptions()
     if run_dirs or not options.mcq_dirs:
         episodes = board_episodes(run_dirs, options.metric, options.cutoffs)
-        rows = board_rows(episodes, options.intervals)
+        rows, table, gaps = board_tables(episodes, options.metric, options.intervals.inference())
+        table, gaps = _labelled(table, rows), _labelled(gaps, rows)
     else:  # an MCQ-only board
-        rows = pd.DataFrame(columns=BOARD_COLUMNS)
+        rows, table, gaps = pd.DataFrame(columns=BOARD_COLUMNS), pd.DataFrame(), pd.DataFrame()
     mcq = mcq_rows(options.mcq_dirs) if options.mcq_dirs else pd.DataFrame()
+    pairs = pd.DataFrame()
     if not mcq.empty:
         mcq = mcq_ranks(mcq)
-    return Leaderboard(rows=rows, mcq=mcq, options=options)
+        pairs = mcq_pairs(options.mcq_dirs)
+    return Leaderboard(
+        rows=rows.reset_index(drop=True),
+        mcq=mcq,
+        options=options,
+        comparisons=table,
+        gaps=gaps,
+        mcq_pairs=pairs,
+    )
 
 
 def mcq_ranks(mcq: pd.DataFrame) -> pd.DataFrame:
@@ -249,6 +335,11 @@ def write_leaderboard(
     out_dir.mkdir(parents=True, exist_ok=True)
     written = [out_dir / BOARD_FILE]
     board.rows.to_parquet(written[0], index=False)
+    frames = ((COMPARISONS_FILE, board.comparisons), (GAPS_FILE, board.gaps))
+    for name, frame in (*frames, (MCQ_PAIRS_FILE, board.mcq_pairs)):
+        if not frame.empty:
+            written.append(out_dir / name)
+            frame.to_parquet(written[-1], index=False)
     if not board.mcq.empty:
         written.append(out_dir / MCQ_BOARD_FILE)
         board.mcq.to_parquet(written[-1], index=False)

@@ -15,13 +15,17 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from pydantic import ValidationError
 
-from tradebench.benchmarks.mcq.eval.run import EvalSummary
+from tradebench.benchmarks.mcq.eval.paired import paired_models
+from tradebench.benchmarks.mcq.eval.run import RESULTS_FILE, EvalSummary
 from tradebench.errors import ConfigError, DataError
 from tradebench.report.load import read_spec, read_summary
-from tradebench.runs.records import NOT_APPLICABLE
+from tradebench.runs.records import NOT_APPLICABLE, STEPS_FILE, episode_folder
+from tradebench.runs.store import read_run_record, read_table
+from tradebench.runs.summary import initial_cash
 
 EQUAL_WEIGHT = "equal_weight"
 """Registered name of the equal-weight baseline."""
@@ -45,11 +49,30 @@ EPISODE_COLUMNS = [
     "is_equal_weight",
     "model",
     "knowledge_cutoff",
+    "identity",
+    "returns",
+    "index_returns",
 ]
 """One row per finished episode: `value` is the board's metric, `index_value` the index's
-value of the same metric over the episode's own days (NaN where the panel has none)."""
+value of the same metric over the episode's own days (NaN where the panel has none),
+`identity` what the agent is (`agent_identity`), `returns` and `index_returns` the
+episode's and the index's daily returns over the episode's days (None where the episode
+wrote no NAV, or no index close)."""
+NOT_IDENTITY = frozenset(
+    {"name", "api_key_env", "base_url", "timeout_s", "max_attempts", "knowledge_cutoff"}
+)
+"""Spec fields of an agent that do not change what it is (its name, where and how it is
+reached, its declared cutoff)."""
 
-__all__ = ["EPISODE_COLUMNS", "board_episodes", "mcq_rows", "parse_cutoffs"]
+__all__ = [
+    "EPISODE_COLUMNS",
+    "agent_identity",
+    "board_episodes",
+    "episode_returns",
+    "mcq_pairs",
+    "mcq_rows",
+    "parse_cutoffs",
+]
 
 
 def parse_cutoffs(items: Sequence[str]) -> dict[str, date]:
@@ -72,8 +95,17 @@ def parse_cutoffs(items: Sequence[str]) -> dict[str, date]:
     return out
 
 
+def agent_identity(entry: Mapping[str, Any]) -> str:
+    """What an agent of a spec is, whatever it is named: its spec entry without
+    `NOT_IDENTITY` fields, as canonical JSON (the same baseline with the same arguments,
+    or the same model with the same sampling, is the same agent in any run)."""
+    kept = {k: v for k, v in entry.items() if k not in NOT_IDENTITY and v is not None}
+    return json.dumps(kept, sort_keys=True, default=str, separators=(",", ":"))
+
+
 def _agent_facts(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Per agent name: whether it is the equal-weight baseline, its model label, cutoff."""
+    """Per agent name: whether it is the equal-weight baseline, its model label, cutoff,
+    identity."""
     facts: dict[str, dict[str, Any]] = {}
     for entry in spec.get("agents") or []:
         if not isinstance(entry, dict) or "name" not in entry:
@@ -84,8 +116,35 @@ def _agent_facts(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
             "is_equal_weight": entry.get("baseline") == EQUAL_WEIGHT,
             "model": f"{entry.get('provider')}:{model}" if model else None,
             "knowledge_cutoff": pd.Timestamp(cutoff).date() if cutoff else None,
+            "identity": agent_identity(entry),
         }
     return facts
+
+
+def _daily(values: np.ndarray, start: float | None) -> np.ndarray | None:
+    """Daily simple returns of an end-of-day series from the value the day before."""
+    if start is None or not np.isfinite(start) or start <= 0 or len(values) == 0:
+        return None
+    path = np.concatenate([[start], values])
+    if not np.isfinite(path).all() or (path <= 0).any():
+        return None
+    return path[1:] / path[:-1] - 1
+
+
+def episode_returns(episode_dir: Path) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """An episode's daily returns (NAV against the start capital, then the day before)
+    and the index's over the same days (close against `run.json`'s close the day before
+    the window); None where the episode has no `nav` or no index close."""
+    path = episode_dir / STEPS_FILE
+    if not path.exists():
+        return None, None
+    steps = read_table(path, ("nav", "benchmark_close"))
+    nav = pd.to_numeric(steps["nav"], errors="coerce").to_numpy(dtype=float)
+    close = pd.to_numeric(steps["benchmark_close"], errors="coerce").to_numpy(dtype=float)
+    record = read_run_record(episode_dir)
+    return _daily(nav, initial_cash(episode_dir)), _daily(
+        close, record.benchmark_start if record else None
+    )
 
 
 def _selection(run_dir: Path) -> pd.Series:
@@ -112,6 +171,7 @@ def _run_episodes(
     facts = _agent_facts(spec)
     agent_fact = [facts.get(a, {}) for a in done["agent"]]
     index_col = f"benchmark_{metric}"
+    daily = [episode_returns(episode_folder(run_dir, str(i))) for i in done["episode_id"]]
     frame = pd.DataFrame(
         {
             "run": label,
@@ -138,6 +198,12 @@ def _run_episodes(
                 cutoffs.get(a, f.get("knowledge_cutoff"))
                 for a, f in zip(done["agent"], agent_fact, strict=True)
             ],
+            "identity": [
+                f.get("identity") or ("index" if k == "benchmark" else f"agent:{a}")
+                for a, k, f in zip(done["agent"], done["kind"], agent_fact, strict=True)
+            ],
+            "returns": [d[0] for d in daily],
+            "index_returns": [d[1] for d in daily],
         }
     )
     return frame.reset_index(drop=True)
@@ -175,6 +241,19 @@ def board_episodes(
             "no finished episodes in " + ", ".join(map(str, run_dirs)) + "; run them first"
         )
     return out[EPISODE_COLUMNS]
+
+
+def mcq_pairs(folders: Sequence[Path]) -> pd.DataFrame:
+    """McNemar comparisons of the models of each MCQ folder on its questions
+    (`benchmarks.mcq.eval.paired.PAIR_COLUMNS` and the folder), from `results.parquet`;
+    empty for folders without one."""
+    frames = []
+    for folder in folders:
+        path = Path(folder) / RESULTS_FILE
+        if path.exists():
+            pairs = paired_models(pd.read_parquet(path))
+            frames.append(pairs.assign(folder=Path(folder).resolve().name))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def mcq_rows(folders: Sequence[Path]) -> pd.DataFrame:

@@ -15,8 +15,9 @@ if TYPE_CHECKING:
     from tradebench.leaderboard.board import Leaderboard
 
 TEMPLATE = "plotly_white"
+CELL = ["benchmark", "dataset", "window_start", "window_end"]
 
-__all__ = ["render_leaderboard"]
+__all__ = ["comparison_table", "render_leaderboard"]
 
 
 def _interval(mean: float, low: float, high: float, digits: int = 4) -> str:
@@ -28,37 +29,60 @@ def _interval(mean: float, low: float, high: float, digits: int = 4) -> str:
     return f"{fmt(mean, digits)} [{fmt(low, digits)}, {fmt(high, digits)}]"
 
 
+def _with_source(mean: float, low: float, high: float, source: str, n: int) -> str:
+    """`mean [low, high] (source)`, or `mean (n=1: no interval)`."""
+    if pd.isna(mean):
+        return MISSING
+    if source == "none" or pd.isna(low):
+        return f"{fmt(mean)} (n={n}: no interval)"
+    return f"{_interval(mean, low, high)} ({source})"
+
+
+def _p(p: float) -> str:
+    return MISSING if pd.isna(p) else f"{p:.3g}"
+
+
 def _shown(rows: pd.DataFrame) -> pd.DataFrame:
     """The board rows as display columns."""
     return pd.DataFrame(
         {
             "rank": rows["rank"],
             "agent": [group_label(a, m, k) for a, m, k in rows[["agent", "mode", "mask"]].values],
-            "run": rows["run"],
+            "runs": rows["runs"],
             "seeds": rows["seeds"],
             "days": rows["steps"],
-            "mean [interval]": [
-                _interval(*v) for v in rows[["mean", "low", "high"]].itertuples(index=False)
+            "mean [interval] (uncertainty)": [
+                _with_source(m, lo, hi, src, n)
+                for m, lo, hi, src, n in rows[
+                    ["mean", "low", "high", "interval", "seeds"]
+                ].itertuples(index=False)
+            ],
+            "over days [interval]": [
+                _interval(m, lo, hi) if not pd.isna(lo) else MISSING
+                for m, lo, hi in rows[["mean", "days_low", "days_high"]].itertuples(index=False)
             ],
             "equal weight": rows["equal_weight"],
             "index": rows["index"],
-            "vs equal weight [interval] (pairs)": [
-                _interval(m, lo, hi) + (f" ({n})" if n else "")
-                for m, lo, hi, n in rows[
+            "vs equal weight [interval] (pairs; Holm p)": [
+                _interval(m, lo, hi) + (f" ({n:.0f}; p {_p(p)})" if n else "")
+                for m, lo, hi, n, p in rows[
                     [
                         "vs_equal_weight",
                         "vs_equal_weight_low",
                         "vs_equal_weight_high",
                         "vs_equal_weight_n",
+                        "vs_equal_weight_p",
                     ]
                 ].itertuples(index=False)
             ],
-            "vs index [interval] (pairs)": [
-                _interval(m, lo, hi) + (f" ({n})" if n else "")
-                for m, lo, hi, n in rows[
-                    ["vs_index", "vs_index_low", "vs_index_high", "vs_index_n"]
+            "vs index [interval] (pairs; Holm p)": [
+                _interval(m, lo, hi) + (f" ({n:.0f}; p {_p(p)})" if n else "")
+                for m, lo, hi, n, p in rows[
+                    ["vs_index", "vs_index_low", "vs_index_high", "vs_index_n", "vs_index_p"]
                 ].itertuples(index=False)
             ],
+            "PSR": rows["psr"],
+            "DSR": rows["dsr"],
             "selection alpha": rows["selection_alpha"],
             "cutoff": rows["knowledge_cutoff"].fillna(""),
             "window vs cutoff": rows["period"],
@@ -70,7 +94,7 @@ def _figure(rows: pd.DataFrame, title: str) -> go.Figure:
     """Seed means with their intervals as error bars, one marker per row."""
     labels = [
         f"{r} · {group_label(a, m, k)}"
-        for r, a, m, k in rows[["run", "agent", "mode", "mask"]].values
+        for r, a, m, k in rows[["runs", "agent", "mode", "mask"]].values
     ]
     fig = go.Figure(
         go.Scatter(
@@ -91,18 +115,77 @@ def _figure(rows: pd.DataFrame, title: str) -> go.Figure:
     return fig
 
 
+def _side(frame: pd.DataFrame, side: str) -> list[str]:
+    cols = [f"{side}_agent", f"{side}_mode", f"{side}_mask"]
+    return [
+        a if a == "index" else group_label(a, m, k)
+        for a, m, k in frame[cols].itertuples(index=False)
+    ]
+
+
+def comparison_table(frame: pd.DataFrame, first: str = "a", second: str = "b") -> pd.DataFrame:
+    """Paired comparisons as display columns (`first` minus `second`)."""
+    return pd.DataFrame(
+        {
+            first: _side(frame, "a"),
+            second: _side(frame, "b"),
+            "pairs": frame["pairs"],
+            "difference [interval] (uncertainty)": [
+                _with_source(d, lo, hi, src, n)
+                for d, lo, hi, src, n in frame[
+                    ["difference", "low", "high", "source", "pairs"]
+                ].itertuples(index=False)
+            ],
+            "p": [_p(p) for p in frame["p"]],
+            "Holm p": [_p(p) for p in frame["p_holm"]],
+            "over days [interval]; p": [
+                f"{_interval(d, lo, hi)}; p {_p(p)}" if not pd.isna(d) else MISSING
+                for d, lo, hi, p in frame[
+                    ["days_difference", "days_low", "days_high", "days_p"]
+                ].itertuples(index=False)
+            ],
+            "Sharpe difference; JKM p": [
+                f"{fmt(d, 3)}; p {_p(p)}" if not pd.isna(d) else MISSING
+                for d, p in frame[["sharpe_difference", "sharpe_p"]].itertuples(index=False)
+            ],
+        }
+    )
+
+
 def _window_sections(board: Leaderboard) -> list[Section]:
-    """One section per window: the ranked table and the interval chart."""
+    """One section per window: the ranked table, the interval chart, the comparisons."""
     sections = []
     metric = board.options.metric
-    for (bench, dataset, start, end), rows in board.rows.groupby(
-        ["benchmark", "dataset", "window_start", "window_end"], sort=True
-    ):
+    for (bench, dataset, start, end), rows in board.rows.groupby(CELL, sort=True):
         title = f"{bench} · {window_label(start, end)}"
         parts = [note(f"dataset {dataset}; metric {metric}"), table(_shown(rows))]
         parts.append(figure_html(_figure(rows, f"{metric}, {title}"), title))
+        pairs = board.comparisons
+        if not pairs.empty:
+            mine = pairs[(pairs["window_start"] == start) & (pairs["window_end"] == end)]
+            mine = mine[(mine["benchmark"] == bench) & (mine["dataset"] == dataset)]
+            if not mine.empty:
+                parts.append("<h3>Paired comparisons (first minus second)</h3>")
+                parts.append(table(comparison_table(mine)))
         sections.append(Section(title, "".join(parts)))
     return sections
+
+
+def _gap_section(board: Leaderboard) -> Section | None:
+    """The memory gap: bright minus each blinded level, per model, mode and window."""
+    if board.gaps.empty:
+        return None
+    gaps = board.gaps
+    shown = comparison_table(gaps, "bright", "blinded level")
+    shown.insert(0, "window", [window_label(s, e) for s, e in gaps[CELL[2:]].values])
+    text = (
+        "The memory gap: the model's metric with real names and dates (bright) minus the "
+        "same model, mode, window and seeds under a mask (blinded: both hidden; stock_blind, "
+        "date_blind: one hidden). A positive gap is return the model makes only when it can "
+        "recognise what it trades. Intervals and p-values as in the paired comparisons "
+        "(Holm over the whole board)."
+    )
+    return Section("Memory gap", note(text) + table(shown))
 
 
 def _cutoff_section(board: Leaderboard) -> Section:
@@ -175,30 +258,74 @@ def _mcq_section(board: Leaderboard) -> Section | None:
     return Section("MCQ accuracy by tier", note(text) + table(shown, digits=3))
 
 
+def _mcq_pairs_section(board: Leaderboard) -> Section | None:
+    """MCQ models compared on the same questions (McNemar exact, Holm)."""
+    pairs = board.mcq_pairs
+    if pairs.empty:
+        return None
+    shown = pd.DataFrame(
+        {
+            "folder": pairs["folder"],
+            "a": [f"{m} · {d}" for m, d in pairs[["model_a", "mode_a"]].values],
+            "b": [f"{m} · {d}" for m, d in pairs[["model_b", "mode_b"]].values],
+            "questions": pairs["questions"],
+            "accuracy a / b": [
+                f"{fmt(x, 3)} / {fmt(y, 3)}" for x, y in pairs[["accuracy_a", "accuracy_b"]].values
+            ],
+            "only a right": pairs["only_a"],
+            "only b right": pairs["only_b"],
+            "McNemar p": [_p(p) for p in pairs["p_value"]],
+            "Holm p": [_p(p) for p in pairs["p_holm"]],
+        }
+    )
+    text = (
+        "Models paired on the same questions: a question counts as right for a model when "
+        "it was answered correctly in more than half of the model's runs. McNemar's exact "
+        "test (two-sided binomial on the questions only one of the two got right); Holm's "
+        "adjustment over the pairs of each folder."
+    )
+    return Section("MCQ models compared", note(text) + table(shown, digits=3))
+
+
 def _method_section(board: Leaderboard) -> Section:
     """How to read the board."""
     o = board.options
-    runs = ", ".join(sorted(board.rows["run"].unique()))
+    runs = ", ".join(sorted({r for rs in board.rows["runs"] for r in str(rs).split(", ")}))
+    level = 1 - o.intervals.confidence
     text = [
-        f"Runs: {runs}. One row per agent and cell (mode × mask × window); seeds pooled. "
+        f"Runs: {runs}. One row per agent and cell (mode × mask × window): an agent is what "
+        "its spec entry makes it (baseline and arguments, or provider, model and sampling), "
+        "whatever it is named, so the same agent from several runs is one row (runs lists "
+        "them) and a seed run in two folders is averaged, never counted twice. "
         f"Metric: {o.metric} (higher is better), finished episodes only.",
-        f"Intervals: {o.intervals.describe()}; with one seed the bootstrap interval is the "
-        "point itself and the t interval is undefined (shown as the mean alone).",
-        "vs equal weight: the mean of per-seed differences against the run's equal-weight "
-        "baseline on the same window and seed, counted only where both ran the same days. "
-        "vs index: each episode against the index over that episode's own days. The "
-        "number in brackets after an interval is how many pairs it is over.",
-        "rank: 1 + the number of rows of the same window whose interval lies wholly above "
-        "the row's; overlapping intervals share a rank.",
+        f"Intervals: {o.intervals.describe()}. Each interval names the uncertainty it "
+        "carries: seeds (the spread of outcomes across seeds, on these same market days), "
+        "used where at least two seeds differ; days (the spread over resampled market days "
+        "of this window, the statistic averaged over the row's seeds), used where seeds do "
+        "not differ (one seed, or rules that ignore the seed) and the metric is built from "
+        "daily returns (total_return, sharpe, information_ratio); none: one value has no "
+        "interval. The over-days interval is shown beside every row that has daily returns.",
+        "Paired comparisons: every pair of rows of a window, on the seeds both ran over the "
+        "same days, and every row against the index over its own days: the paired t-test "
+        "over seeds where defined, else the block bootstrap of the difference over days; "
+        "the Sharpe difference of the seed-mean daily returns with the Jobson-Korkie-Memmel "
+        "test. Holm's adjustment runs over every comparison on this board "
+        f"({len(board.comparisons)} comparisons).",
+        f"rank: 1 + the number of rows of the same window that are better with a "
+        f"Holm-adjusted p-value under {level:.2g}; rows not separated share a rank.",
+        "PSR: the probability that the true Sharpe ratio of the seed-mean daily returns "
+        "exceeds 0 (Bailey & López de Prado 2012). DSR: the same against the Sharpe ratio "
+        "the best of this board's rows would reach by luck (deflated by the number of rows "
+        "with daily returns and the variance of their Sharpe ratios).",
         "selection alpha: the mean linked selection contribution from `tradebench "
-        "attribute`, where the run was attributed.",
+        "attribute`, where the run was attributed. Methods and their simulated coverage: "
+        "docs/statistics.md.",
     ]
-    single = board.rows[board.rows["seeds"] < 2]
-    if not single.empty:
+    none = board.rows[board.rows["interval"] == "none"]
+    if not none.empty:
         text.append(
-            f"{len(single)} of {len(board.rows)} rows rest on one seed: they carry no estimate "
-            "of spread, so their ranks compare points; run more seeds before reading a gap "
-            "between them as a difference."
+            f"{len(none)} of {len(board.rows)} rows have no interval (one value and no daily "
+            "returns to resample): their ranks never separate them from another row."
         )
     return Section("How to read this board", "".join(note(t) for t in text))
 
@@ -206,7 +333,7 @@ def _method_section(board: Leaderboard) -> Section:
 def render_leaderboard(board: Leaderboard) -> str:
     """The whole page as HTML text."""
     sections = [_method_section(board), _cutoff_section(board), *_window_sections(board)]
-    mcq = _mcq_section(board)
-    if mcq is not None:
-        sections.append(mcq)
+    for extra in (_gap_section(board), _mcq_section(board), _mcq_pairs_section(board)):
+        if extra is not None:
+            sections.append(extra)
     return render_page("tradebench leaderboard", sections, "across run folders")

@@ -1,19 +1,14 @@
-"""The leaderboard's statistics: seed-mean intervals, paired differences, tie-aware ranks.
+"""The leaderboard's interval settings and the tie-aware rank of MCQ rows.
 
-- Interval of a mean over seeds, two methods:
-  - `t`: mean ± t(1 - (1 - confidence) / 2, n - 1) · s / sqrt(n), s the sample std
-    (ddof = 1); NaN bounds with one value.
-  - `bootstrap`: the seeded percentile bootstrap of `metrics.stats.bootstrap_mean_ci`
-    (`resamples` draws of n values with replacement from `numpy.random.default_rng(seed)`,
-    the (1 - confidence) / 2 and (1 + confidence) / 2 quantiles of their means); one value
-    gives the point interval [x, x].
-- Paired difference: the interval of the mean of per-pair differences (agent minus
-  reference on the same window and seed), so what the seeds share cancels.
-- Rank with ties: 1 + the number of rows whose interval lies wholly above the row's
-  (`low` of the other > `high` of this one). Rows whose intervals overlap the best row's
-  share rank 1; a row is ranked below another only when their intervals are disjoint.
-  A row with a mean but no bounds (one seed under `t`) counts as the point [mean, mean];
-  a row without a mean has no rank.
+- Interval of a mean over seeds (`mean_interval`, `inference.rows.seed_interval`):
+  `t` (the default): mean ± t(1 - (1 - confidence) / 2, n - 1) · s / sqrt(n), s the
+  sample std (ddof 1), exact for normal outcomes at any n >= 2; `bootstrap`: the seeded
+  percentile bootstrap, used only from `metrics.stats.PERCENTILE_MIN_N` values (below it
+  undercovers: 49% at n = 2, 88% at n = 10), Student t below. One value has no interval
+  (NaN bounds), never a point interval.
+- Board rows, paired comparisons and ranks: `tradebench.inference`.
+- MCQ rank with ties (`tie_ranks`): 1 + the number of rows whose Wilson interval lies
+  wholly above the row's; a row without a mean has no rank.
 """
 
 from __future__ import annotations
@@ -23,13 +18,13 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike
 from pydantic import BaseModel, ConfigDict
-from scipy import stats as scipy_stats
 
 from tradebench.errors import ConfigError
-from tradebench.metrics.stats import bootstrap_mean_ci
+from tradebench.inference.rows import InferenceSettings, seed_interval
+from tradebench.metrics.stats import PERCENTILE_MIN_N
 
-IntervalMethod = Literal["bootstrap", "t"]
-INTERVAL_METHODS: tuple[IntervalMethod, ...] = ("bootstrap", "t")
+IntervalMethod = Literal["t", "bootstrap"]
+INTERVAL_METHODS: tuple[IntervalMethod, ...] = ("t", "bootstrap")
 
 __all__ = [
     "INTERVAL_METHODS",
@@ -46,23 +41,38 @@ class IntervalSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    method: IntervalMethod = "bootstrap"
-    """`bootstrap` (seeded percentile bootstrap) or `t` (Student t)."""
+    method: IntervalMethod = "t"
+    """Over seeds: `t` (Student t) or `bootstrap` (percentile, from 30 seeds only)."""
     confidence: float = 0.95
-    """Two-sided nominal coverage."""
-    resamples: int = 10_000
-    """Bootstrap resamples."""
+    """Two-sided nominal coverage; tests run at level 1 - confidence."""
+    resamples: int = 2_000
+    """Bootstrap resamples (block bootstrap over days; percentile over seeds)."""
     seed: int = 0
-    """Seed of the bootstrap generator (every interval uses it afresh)."""
+    """Seed of every bootstrap (each interval uses it afresh)."""
+
+    def inference(self) -> InferenceSettings:
+        """The same settings for `tradebench.inference`."""
+        if not 0 < self.confidence < 1:
+            raise ConfigError(f"confidence must be in (0, 1), got {self.confidence}")
+        return InferenceSettings(
+            confidence=self.confidence,
+            seed_method=self.method,
+            resamples=self.resamples,
+            seed=self.seed,
+        )
 
     def describe(self) -> str:
         """The method in words, for the page."""
         level = f"{self.confidence:.0%}"
-        if self.method == "t":
-            return f"{level} Student-t intervals (mean ± t·s/√n, n seeds, ddof 1)"
+        seeds = f"{level} Student-t intervals over seeds (mean ± t·s/√n, ddof 1)"
+        if self.method == "bootstrap":
+            seeds = (
+                f"{level} percentile-bootstrap intervals over seeds from {PERCENTILE_MIN_N} "
+                f"seeds ({self.resamples:,} resamples, seed {self.seed}), Student t below"
+            )
         return (
-            f"{level} percentile-bootstrap intervals ({self.resamples:,} resamples of the "
-            f"seeds with replacement, numpy default_rng seed {self.seed})"
+            f"{seeds}; over days, {level} stationary block-bootstrap intervals "
+            f"({self.resamples:,} resamples, seed {self.seed}, Politis-White block length)"
         )
 
 
@@ -76,39 +86,25 @@ class MeanInterval(BaseModel):
     mean: float
     """Their mean; NaN when n = 0."""
     low: float
-    """Lower bound; NaN when undefined."""
+    """Lower bound; NaN when undefined (fewer than two values)."""
     high: float
     """Upper bound; NaN when undefined."""
 
 
-def _finite(values: ArrayLike) -> np.ndarray:
-    x = np.asarray(values, dtype=np.float64).ravel()
-    return x[np.isfinite(x)]
-
-
 def mean_interval(values: ArrayLike, settings: IntervalSettings) -> MeanInterval:
-    """The mean of the finite `values` with its interval (see the module docstring).
+    """The mean of the finite `values` with its interval over seeds (module docstring).
 
     Raises:
         ConfigError: `confidence` is not in (0, 1).
     """
-    if not 0 < settings.confidence < 1:
-        raise ConfigError(f"confidence must be in (0, 1), got {settings.confidence}")
-    x = _finite(values)
+    x = np.asarray(values, dtype=np.float64).ravel()
+    x = x[np.isfinite(x)]
     nan = float("nan")
     if len(x) == 0:
+        settings.inference()
         return MeanInterval(n=0, mean=nan, low=nan, high=nan)
-    mean = float(x.mean())
-    if settings.method == "bootstrap":
-        ci = bootstrap_mean_ci(
-            x, confidence=settings.confidence, n_resamples=settings.resamples, seed=settings.seed
-        )
-        return MeanInterval(n=len(x), mean=mean, low=ci.low, high=ci.high)
-    if len(x) < 2:
-        return MeanInterval(n=1, mean=mean, low=nan, high=nan)
-    half = scipy_stats.t.ppf(0.5 + settings.confidence / 2, len(x) - 1) * x.std(ddof=1)
-    half /= np.sqrt(len(x))
-    return MeanInterval(n=len(x), mean=mean, low=mean - half, high=mean + half)
+    ci = seed_interval(x, settings.inference())
+    return MeanInterval(n=len(x), mean=float(x.mean()), low=ci.low, high=ci.high)
 
 
 def tie_ranks(low: ArrayLike, high: ArrayLike, mean: ArrayLike) -> np.ndarray:

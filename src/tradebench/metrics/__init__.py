@@ -1,4 +1,5 @@
-"""Metrics of stored runs: the metric panel, calibration and confidence intervals.
+"""Metrics of stored runs: the metric panel, calibration, confidence intervals and tests
+(`metrics.stats`; the block bootstrap, Sharpe inference and power in their own modules).
 
 Every metric is a pure function of arrays or the engine's tables that returns a plain
 `float`, NaN when the input is too short to define it (documented per function). The
@@ -29,7 +30,13 @@ from tradebench.metrics.returns import (
 from tradebench.metrics.stats import (
     BOOTSTRAP_RESAMPLES,
     Interval,
+    PairedTest,
+    binomial_greater,
     bootstrap_mean_ci,
+    holm_adjust,
+    mcnemar_exact,
+    paired_t,
+    t_interval,
     wilson_interval,
 )
 
@@ -44,8 +51,10 @@ __all__ = [
     "BenchmarkPanel",
     "Interval",
     "MetricPanel",
+    "PairedTest",
     "abstention_rate",
     "annualized_turnover",
+    "binomial_greater",
     "bootstrap_mean_ci",
     "brier",
     "calibration_bins",
@@ -54,13 +63,17 @@ __all__ = [
     "ece",
     "fallback_steps",
     "hhi",
+    "holm_adjust",
     "information_ratio",
     "malformed_reply_rate",
     "max_drawdown",
+    "mcnemar_exact",
+    "paired_t",
     "parse_failure_rate",
     "sharpe",
     "simple_returns",
     "step_total",
+    "t_interval",
     "tool_validity_rate",
     "total_return",
     "wilson_interval",

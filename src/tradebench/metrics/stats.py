@@ -1,15 +1,26 @@
-"""Confidence intervals for reports and leaderboards: Wilson (proportions), bootstrap (means).
+"""Confidence intervals and tests for reports and leaderboards.
 
-Both return an `Interval`; too-short input gives a NaN interval by contract, not an error.
+- Proportions: the Wilson interval (`wilson_interval`), the exact one-sided binomial test
+  against a known rate (`binomial_greater`), McNemar's exact test of two classifiers on the
+  same items (`mcnemar_exact`).
+- Means of a few values (seeds): the Student-t interval (`t_interval`) and the paired
+  t-test (`paired_t`); the percentile bootstrap (`bootstrap_mean_ci`) only from
+  `PERCENTILE_MIN_N` values, where it covers (docs/statistics.md).
+- Multiple comparisons: Holm's step-down adjustment (`holm_adjust`).
+
+Intervals return an `Interval`; too-short input gives NaN bounds by contract, not an
+error, and one value never gives a point interval.
 """
 
 from __future__ import annotations
 
+import math
 from statistics import NormalDist
 
 import numpy as np
 from numpy.typing import ArrayLike
 from pydantic import BaseModel, ConfigDict
+from scipy import stats as scipy_stats
 
 from tradebench.errors import ConfigError, DataError
 from tradebench.metrics._arrays import as_floats
@@ -19,7 +30,24 @@ BOOTSTRAP_RESAMPLES = 10_000
 _MAX_DRAWS_PER_CHUNK = 2_000_000
 """Resample indices drawn at once, bounding memory (16 MB) whatever the sample size."""
 
-__all__ = ["BOOTSTRAP_RESAMPLES", "Interval", "bootstrap_mean_ci", "wilson_interval"]
+PERCENTILE_MIN_N = 30
+"""Fewest values for which the percentile bootstrap of a mean is used: below it the
+interval undercovers (simulated in docs/statistics.md: 49% at n = 2, 88% at n = 10, about
+94% at n = 30 for normal values)."""
+
+__all__ = [
+    "BOOTSTRAP_RESAMPLES",
+    "PERCENTILE_MIN_N",
+    "Interval",
+    "PairedTest",
+    "binomial_greater",
+    "bootstrap_mean_ci",
+    "holm_adjust",
+    "mcnemar_exact",
+    "paired_t",
+    "t_interval",
+    "wilson_interval",
+]
 
 
 class Interval(BaseModel):
@@ -140,3 +168,120 @@ def bootstrap_mean_ci(
     return Interval(
         estimate=float(x.mean()), low=float(low), high=float(high), confidence=confidence
     )
+
+
+def t_interval(values: ArrayLike, confidence: float = 0.95) -> Interval:
+    """Student-t interval of a mean: ``mean ± t(1 - (1 - confidence) / 2, n - 1) s / sqrt(n)``
+    with the sample standard deviation s (ddof 1). Exact for normal values at any n >= 2.
+
+    Returns:
+        `Interval`; NaN bounds with fewer than 2 values (one value has no interval), all
+        NaN when empty or any value is NaN.
+
+    Raises:
+        ConfigError: `confidence` is not in (0, 1).
+    """
+    _z(confidence)
+    x = as_floats(values, "values")
+    nan = float("nan")
+    if len(x) == 0 or np.isnan(x).any():
+        return Interval(estimate=nan, low=nan, high=nan, confidence=confidence)
+    mean = float(x.mean())
+    if len(x) < 2:
+        return Interval(estimate=mean, low=nan, high=nan, confidence=confidence)
+    half = float(scipy_stats.t.ppf(0.5 + confidence / 2, len(x) - 1) * x.std(ddof=1))
+    half /= math.sqrt(len(x))
+    return Interval(estimate=mean, low=mean - half, high=mean + half, confidence=confidence)
+
+
+class PairedTest(BaseModel):
+    """A mean difference over pairs with its interval and two-sided p-value."""
+
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+
+    n: int
+    """Pairs."""
+    estimate: float
+    """Mean of the differences."""
+    low: float
+    """Lower bound; NaN when undefined."""
+    high: float
+    """Upper bound; NaN when undefined."""
+    p_value: float
+    """Two-sided p-value of a zero mean difference; NaN when undefined (fewer than 2 pairs
+    or differences that do not vary)."""
+
+
+def paired_t(differences: ArrayLike, confidence: float = 0.95) -> PairedTest:
+    """The paired t-test of per-pair differences (`a_i - b_i`): their mean, its Student-t
+    interval and the two-sided p-value of ``t = mean / (s / sqrt(n))`` on n - 1 degrees of
+    freedom. Differences that do not vary (s = 0) have no test: NaN bounds and p-value.
+
+    Raises:
+        ConfigError: `confidence` is not in (0, 1).
+    """
+    ci = t_interval(differences, confidence)
+    x = as_floats(differences, "differences")
+    nan = float("nan")
+    n = len(x)
+    if n < 2 or np.isnan(x).any() or float(np.ptp(x)) == 0.0:  # all equal: no spread
+        return PairedTest(n=n, estimate=ci.estimate, low=nan, high=nan, p_value=nan)
+    t = ci.estimate / (float(x.std(ddof=1)) / math.sqrt(n))
+    p = float(2 * scipy_stats.t.sf(abs(t), n - 1))
+    return PairedTest(n=n, estimate=ci.estimate, low=ci.low, high=ci.high, p_value=p)
+
+
+def holm_adjust(p_values: ArrayLike) -> np.ndarray:
+    """Holm's step-down adjusted p-values (family-wise error control at any level):
+    sorted ascending, ``p_(i) * (m - i + 1)``, made non-decreasing and capped at 1. NaN
+    p-values stay NaN and do not count in m.
+
+    References:
+        Holm, S. (1979). A Simple Sequentially Rejective Multiple Test Procedure.
+        Scandinavian Journal of Statistics 6(2), 65-70.
+    """
+    p = np.asarray(p_values, dtype=np.float64).ravel()
+    out = np.full(p.shape, np.nan)
+    ok = np.flatnonzero(np.isfinite(p))
+    m = len(ok)
+    if m == 0:
+        return out
+    order = ok[np.argsort(p[ok], kind="stable")]
+    scaled = p[order] * (m - np.arange(m))
+    out[order] = np.minimum(np.maximum.accumulate(scaled), 1.0)
+    return out
+
+
+def binomial_greater(successes: int, n: int, rate: float) -> float:
+    """Exact one-sided binomial p-value of `successes` in `n` trials against a known
+    success rate: P(X >= successes) for X ~ Binomial(n, rate); NaN when n = 0.
+
+    Raises:
+        DataError: Counts are not integers with 0 <= successes <= n, or the rate is not in
+            [0, 1].
+    """
+    if int(successes) != successes or int(n) != n or not 0 <= successes <= n:
+        raise DataError(f"need integers 0 <= successes <= n, got successes={successes}, n={n}")
+    if not 0 <= rate <= 1:
+        raise DataError(f"rate must be in [0, 1], got {rate}")
+    if n == 0:
+        return float("nan")
+    return float(scipy_stats.binom.sf(int(successes) - 1, int(n), rate))
+
+
+def mcnemar_exact(only_a: int, only_b: int) -> float:
+    """McNemar's exact two-sided test of two classifiers on the same items, from the
+    discordant counts (items only A got right, items only B got right): the two-sided
+    binomial test of `only_a` in `only_a + only_b` trials at rate 1/2; 1.0 without
+    discordant items.
+
+    Raises:
+        DataError: A count is negative or not an integer.
+    """
+    if int(only_a) != only_a or int(only_b) != only_b or min(only_a, only_b) < 0:
+        raise DataError(f"need non-negative integer counts, got {only_a} and {only_b}")
+    total = int(only_a) + int(only_b)
+    if total == 0:
+        return 1.0
+    k = min(int(only_a), int(only_b))
+    return float(min(1.0, 2 * scipy_stats.binom.cdf(k, total, 0.5)))

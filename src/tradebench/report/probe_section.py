@@ -12,11 +12,13 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 
+from tradebench.metrics.stats import binomial_greater
 from tradebench.report.html import Section, figure_html, note, table
 
 TEMPLATE = "plotly_white"
 GROUP = ["attacker", "level", "price_mode"]
 RANDOM_LABEL = "random guess"
+TOP1 = "top1"
 
 __all__ = ["probe_figure", "probe_section", "probe_section_from_dir", "recovery_table"]
 
@@ -34,8 +36,23 @@ def _cell(row: pd.Series) -> str:
     )
 
 
+def _above_random(row: pd.Series) -> str:
+    """`rate - random [low - random, high - random] (p = ...)`: top-1 recovery above a
+    uniform guess, the Wilson interval shifted by the known random rate, and the exact
+    one-sided binomial p-value of `successes` in `n` at the random rate."""
+    if row["n"] == 0 or pd.isna(row["random"]):
+        return "–"
+    gap = row["rate"] - row["random"]
+    p = binomial_greater(int(row["successes"]), int(row["n"]), float(row["random"]))
+    return (
+        f"{100 * gap:+.1f} pts [{100 * (row['low'] - row['random']):+.1f}, "
+        f"{100 * (row['high'] - row['random']):+.1f}] (p = {p:.3g})"
+    )
+
+
 def recovery_table(summary: pd.DataFrame) -> pd.DataFrame:
-    """One row per attacker x level x price mode; a `rate [95% CI] (k/n; random)` per metric."""
+    """One row per attacker x level x price mode; a `rate [95% CI] (k/n; random)` per metric
+    and the top-1 recovery minus random with its interval and p-value."""
     metrics = list(dict.fromkeys(summary["metric"]))
     rows = []
     for key, group in summary.groupby(GROUP, sort=True):
@@ -45,6 +62,8 @@ def recovery_table(summary: pd.DataFrame) -> pd.DataFrame:
         row["valid / attempts"] = f"{first['n_valid']}/{first['n_probes']}"
         row["failed (excluded)"] = int(first["n_failed"])
         row |= {m: _cell(by_metric.loc[m]) for m in metrics}
+        if TOP1 in by_metric.index:
+            row["top1 minus random [95% CI] (one-sided p)"] = _above_random(by_metric.loc[TOP1])
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -91,7 +110,11 @@ def probe_section(
             "Share of masked payloads whose real ticker (top-1, top-5), date (within ±7 "
             "trading days of the last bar), ticker and date together (joint), sector and board "
             "an attacker recovered. Intervals are 95% Wilson intervals; replies that failed "
-            "validation are excluded from the rates and counted. Random: a uniform guess."
+            "validation are excluded from the rates and counted. Random: a uniform guess. "
+            "top1 minus random: the recovery rate above the uniform guess's expected rate, "
+            "the Wilson interval shifted by it (the random rate is known, not estimated), "
+            "and the exact one-sided binomial p-value of the hits at the random rate "
+            "(conservative where probes' candidate counts differ)."
         ),
         table(recovery_table(summary)),
         figure_html(probe_figure(summary)),

@@ -18,6 +18,7 @@ import yaml
 from tradebench.report import costs, figures, tables
 from tradebench.report.attribution_section import attribution_section
 from tradebench.report.episode_section import model_episodes_section
+from tradebench.report.gap_section import memory_gap_section
 from tradebench.report.horizons import Horizon, full_length, horizons, short_episodes
 from tradebench.report.html import Section, esc, figure_html, fmt, mean_std, note, table
 from tradebench.report.load import RunData
@@ -351,6 +352,7 @@ DEFAULT_SECTIONS: tuple[SectionBuilder, ...] = (
     panel_section,
     attribution_section,  # None unless `tradebench attribute` has run
     matrix_section,
+    memory_gap_section,  # None unless a model ran under bright and a blinded mask
     rejection_section,
     usage_section,
     faults_section,  # None unless the run has model episodes

@@ -4,7 +4,9 @@ Reads only the results file (one row per question x run) and computes every numb
 `benchmarks.mcq.eval.summary`, so the page shows exactly what `summary.json` says:
 accuracy per model and tier (mean ± std over runs, Wilson 95% interval) beside the random
 and best constant-letter baselines, the accuracy with excluded attempts left out,
-per-template accuracy, unparseable and excluded replies, tokens and recorded latency.
+per-template accuracy, unparseable and excluded replies, tokens and recorded latency, and
+every two models compared on the same questions (McNemar exact, Holm;
+`benchmarks.mcq.eval.paired`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 
+from tradebench.benchmarks.mcq.eval.paired import paired_models
 from tradebench.benchmarks.mcq.eval.summary import (
     RANDOM_BASELINE,
     Accuracy,
@@ -35,6 +38,15 @@ NOTE = (
     "submission (with tools). Excluded: no-tools replies that were tool calls; they count as "
     "wrong in every accuracy except the 'all w/o excluded' row, which leaves them out. "
     "Latency is the recorded model time, without sandbox time."
+)
+
+
+PAIRS_NOTE = (
+    "Every two models (or one model in two modes) on the questions both answered: a "
+    "question is right for a model when it was answered correctly in more than half of its "
+    "runs; only_a / only_b count the questions only one of the two got right. p_value: "
+    "McNemar's exact test (two-sided binomial of only_a in only_a + only_b at 1/2); p_holm: "
+    "Holm's adjustment over the pairs in this table."
 )
 
 
@@ -165,6 +177,10 @@ def mcq_section(rows: pd.DataFrame) -> Section:
     ]
     if "template" in rows.columns:
         body += ["<h3>Accuracy per template</h3>", table(template_table(rows))]
+    pairs = paired_models(rows)
+    if not pairs.empty:
+        body += ["<h3>Models compared on the same questions</h3>", note(PAIRS_NOTE)]
+        body.append(table(pairs, digits=3))
     return Section(TITLE, "".join(body))
 
 
