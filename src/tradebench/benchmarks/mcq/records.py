@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tradebench.benchmarks.mcq.config import BacktestConfig, StrategyName
 from tradebench.errors import ConfigError, DataError
+from tradebench.files import write_text_atomic
 
 Letter = Literal["A", "B", "C", "D"]
 SCHEMA_VERSION = 2
@@ -65,9 +66,7 @@ def dumps_record(record: MCQRecord) -> str:
 def write_jsonl(records: Iterable[MCQRecord], path: Path) -> None:
     """Write records as JSONL (UTF-8, '\\n' line ends) in the given order."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8", newline="\n") as fh:
-        for record in records:
-            fh.write(dumps_record(record) + "\n")
+    write_text_atomic(path, "".join(dumps_record(record) + "\n" for record in records))
 
 
 def read_jsonl(path: Path) -> list[MCQRecord]:

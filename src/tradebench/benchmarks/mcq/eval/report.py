@@ -22,6 +22,7 @@ from tradebench.benchmarks.mcq.eval.summary import (
     summarise,
 )
 from tradebench.errors import DataError
+from tradebench.files import write_text_atomic
 from tradebench.report.html import Section, figure_html, mean_std, note, render_page, table
 
 TITLE = "MCQ evaluation"
@@ -184,5 +185,5 @@ def mcq_report(results_path: Path, out_html: Path) -> Path:
     page = render_page(f"tradebench {TITLE}", [mcq_section(rows)], subtitle)
     out_html = Path(out_html)
     out_html.parent.mkdir(parents=True, exist_ok=True)
-    out_html.write_text(page, encoding="utf-8")
+    write_text_atomic(out_html, page)
     return out_html
