@@ -55,7 +55,8 @@ def backtest(
 ) -> None:
     """Backtest one agent under the dataset market's rules and write the run folder.
 
-    Writes steps.parquet, positions.parquet, orders.parquet and metrics.json (plus run.json).
+    Writes steps.parquet, positions.parquet, orders.parquet and metrics.json (plus run.json);
+    `tradebench report OUT` reports it as a one-episode run.
 
     Example: tradebench backtest --dataset data/cn --agent equal_weight --start 2024-01-02
     --end 2024-06-28 --out runs/ew -A every=5
@@ -85,7 +86,7 @@ def backtest(
         metrics = backtest_to_folder(
             request, on_step=lambda i, n: bar.update(task, completed=i, total=n)
         )
-    console.print(f"wrote [bold]{out}[/]")
+    console.print(f"wrote [bold]{out}[/]  (next: tradebench report {out})")
     for key in ("total_return", "sharpe", "max_drawdown", "information_ratio", "cash_ratio"):
         value = metrics.get(key)
         console.print(f"  {key:>18}: {'-' if value is None else f'{value:.4f}'}")
