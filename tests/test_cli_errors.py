@@ -145,3 +145,42 @@ def test_a_window_past_the_data_is_said_and_its_real_end_recorded(
     assert set(summary["last_day"]) == {str(last.date())}
     assert (summary["window_end"] > summary["last_day"]).all()
     shutil.rmtree(tmp_path / "run")
+
+
+def test_ctrl_c_says_what_was_saved_and_the_rerun_resumes(
+    synth_dataset_dir: Path, tmp_path: Path
+) -> None:
+    """SIGINT mid-run (a real process, as a terminal sends it): one line naming the folder
+    and the rerun; the rerun then finishes every episode from what was saved."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.benchmarks.portfolio.conftest import trader
+
+    with LoopbackServer(responder=trader, latency_s=0.2) as server:
+        spec = _spec(tmp_path, synth_dataset_dir, base_url=server.openai_url)
+        raw = yaml.safe_load(spec.read_text())
+        raw["windows"] = [{"start": "2022-03-01", "end": "2022-03-10"}]
+        spec.write_text(yaml.safe_dump(raw))
+        out = tmp_path / "run"
+        args = [sys.executable, "-m", "tradebench.cli", "run", str(spec), "-o", str(out)]
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(1200):  # liveness: wait for the first journaled step
+            if any(p.stat().st_size for p in out.rglob("progress.jsonl")):
+                break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=120)
+        assert proc.returncode == 130, stderr
+        lines = [x for x in (stdout + stderr).splitlines() if x.strip()]
+        assert len(lines) == 1 and "Traceback" not in stderr, stderr
+        assert lines[0].startswith("interrupted") and str(out) in lines[0] and "rerun" in lines[0]
+        assert not (out / "summary.parquet").exists()  # it really stopped part-way
+        resumed = runner.invoke(app, ["run", str(spec), "-o", str(out)])
+    assert resumed.exit_code == 0, resumed.output
+    summary = pd.read_parquet(out / "summary.parquet")
+    assert (summary["status"] == "done").all()
+    steps = pd.read_parquet(next(out.glob("episodes/m_*/steps.parquet")))
+    assert len(steps) == 8  # 2022-03-01 .. 03-10: every decision day, none twice

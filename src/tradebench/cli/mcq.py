@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from tradebench.cli.kit import (
+    REPLIES_KEPT,
     AllowUnknownPrice,
     AllowWeakSandbox,
     MaxCostUsd,
@@ -224,7 +225,7 @@ def _model_configs(
 
 
 @app.command("eval")
-@exits_on_error
+@exits_on_error(interrupted=REPLIES_KEPT)
 def eval_cmd(
     path: Annotated[Path, typer.Argument(help="JSONL question file (from `mcq build`).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Results folder.")],
@@ -338,7 +339,7 @@ def report_cmd(
 
 
 @app.command("mine")
-@exits_on_error
+@exits_on_error(interrupted=REPLIES_KEPT)
 def mine_cmd(
     out: Annotated[Path, typer.Option("--out", "-o", help="Database folder (DB_DIR).")],
     generator: Annotated[str, typer.Option(help="provider:model that writes questions.")],

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from tradebench.cli.kit import (
+    REPLIES_KEPT,
     AllowUnknownPrice,
     MaxCostUsd,
     MaxTokens,
@@ -88,7 +89,7 @@ def build(
 
 
 @app.command()
-@exits_on_error
+@exits_on_error(interrupted=REPLIES_KEPT)
 def run(
     probes: Annotated[Path, typer.Argument(help="Probe file from `probe build`.")],
     attacker: Annotated[

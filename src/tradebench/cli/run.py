@@ -38,7 +38,10 @@ def parse_agent_args(pairs: list[str]) -> dict[str, object]:
     return out
 
 
-@exits_on_error
+@exits_on_error(
+    interrupted="interrupted (Ctrl-C): nothing was written to {out} (a backtest writes its "
+    "folder when it ends); rerun the command to start again"
+)
 def backtest(
     dataset: Annotated[Path, typer.Option(help="Dataset folder (see `tradebench data`).")],
     agent: Annotated[
@@ -92,7 +95,10 @@ def backtest(
         console.print(f"  {key:>18}: {'-' if value is None else f'{value:.4f}'}")
 
 
-@exits_on_error
+@exits_on_error(
+    interrupted="interrupted (Ctrl-C): finished episodes, every completed step and the spend "
+    "are saved in {out}; rerun the same command to resume (cached replies are free)"
+)
 def run(
     spec: Annotated[Path, typer.Argument(help="Run spec (YAML); see examples/.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Run folder (rerun to resume).")],
