@@ -167,7 +167,7 @@ def invalid_values(exc: ValidationError) -> ConfigError:
         given = item.get("input")
         shown = "" if isinstance(given, dict | list) else f" {given!r}"
         parts.append(f"{name}{shown}: {item['msg']}")
-    return ConfigError(f"invalid {exc.title} setting: " + "; ".join(parts))
+    return ConfigError("invalid value: " + "; ".join(parts))
 
 
 MaxTokens = Annotated[

@@ -25,8 +25,10 @@ def leaderboard(
         str, typer.Option(help="Interval of seed means: bootstrap or t.")
     ] = "bootstrap",
     confidence: Annotated[float, typer.Option(help="Two-sided coverage.")] = 0.95,
-    resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples.")] = 10_000,
-    seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
+    resamples: Annotated[
+        int, typer.Option(min=1, max=1_000_000, help="Bootstrap resamples.")
+    ] = 10_000,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the bootstrap.")] = 0,
     cutoff: Annotated[
         list[str] | None,
         typer.Option(

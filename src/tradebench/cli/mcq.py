@@ -112,7 +112,7 @@ def build_cmd(
         int | None, typer.Option(help="Fixed shares per buy (default: percent sizing).")
     ] = None,
     percent: Annotated[float, typer.Option(help="Percent of cash per buy.")] = 95.0,
-    seed: Annotated[int, typer.Option(help="Seed for everything random.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="Seed for everything random.")] = 0,
 ) -> None:
     """Build questions from real backtests and write them as JSONL.
 
@@ -350,7 +350,7 @@ def mine_cmd(
     ] = None,
     rounds: Annotated[int, typer.Option(min=1, help="Generation rounds.")] = 1,
     per_round: Annotated[int, typer.Option(min=1, help="Questions generated per round.")] = 1,
-    seed: Annotated[int, typer.Option(help="Base MCQ_SEED of the verification code.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="Base MCQ_SEED of the verification code.")] = 0,
     code_timeout: Annotated[
         float, typer.Option(help="Seconds per run of the verification code.")
     ] = 120.0,

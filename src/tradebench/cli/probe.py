@@ -53,7 +53,7 @@ def build(
     dataset: Annotated[Path, typer.Option("--dataset", help="Dataset folder.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Probe file to write (.jsonl).")],
     n: Annotated[int, typer.Option("--n", min=1, help="Probes to draw.")] = 200,
-    seed: Annotated[int, typer.Option(help="Seed of the draw and the alias maps.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the draw and the alias maps.")] = 0,
     levels: Annotated[str, typer.Option(help="Mask levels, comma-separated.")] = "blinded",
     price_modes: Annotated[
         str, typer.Option("--price-modes", help="Price modes, comma-separated.")
@@ -107,7 +107,7 @@ def run(
     retries: Annotated[int, typer.Option(min=0, help="Retries of an invalid reply.")] = 2,
     temperature: Annotated[float, typer.Option(help="LLM sampling temperature.")] = 0.0,
     sample_seed: Annotated[
-        int, typer.Option("--seed", help="LLM sample: provider seed and cache key.")
+        int, typer.Option("--seed", min=0, help="LLM sample: provider seed and cache key.")
     ] = 0,
     cache: Annotated[Path | None, typer.Option(help="Response cache file.")] = None,
     cache_mode: Annotated[str, typer.Option(help="readwrite, replay or off.")] = "readwrite",

@@ -70,11 +70,19 @@ def write_jsonl(records: Iterable[MCQRecord], path: Path) -> None:
 
 
 def read_jsonl(path: Path) -> list[MCQRecord]:
-    """Read and validate records; a malformed line raises `DataError` with its number."""
+    """Read and validate records; a malformed line raises `DataError` with its number, and
+    so do a file that is not UTF-8 text and one that holds no question."""
     if not path.exists():
         raise DataError(f"question file {path} not found")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(
+            f"question file {path} is not UTF-8 text (byte {exc.start}); pass the JSONL "
+            "file `tradebench mcq build` wrote"
+        ) from None
     records = []
-    for no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for no, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
@@ -83,4 +91,9 @@ def read_jsonl(path: Path) -> list[MCQRecord]:
             raise DataError(f"{path}:{no}: not a valid MCQ record: {exc.errors()[0]}") from exc
         except ConfigError as exc:
             raise DataError(f"{path}:{no}: not a valid MCQ record: {exc}") from exc
+    if not records:
+        raise DataError(
+            f"question file {path} holds no questions; pass the JSONL file "
+            "`tradebench mcq build` wrote"
+        )
     return records

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import plotly.graph_objects as go
+import pyarrow as pa
 
 from tradebench.benchmarks.mcq.eval.summary import (
     RANDOM_BASELINE,
@@ -173,12 +174,26 @@ def mcq_report(results_path: Path, out_html: Path) -> Path:
     """Write a standalone HTML page with the MCQ section of a `results.parquet`.
 
     Raises:
-        DataError: The results file is missing or holds no rows.
+        DataError: The results file is missing, unreadable, not MCQ results or empty.
     """
+    from tradebench.benchmarks.mcq.eval.run import EvalRow  # the rows' own model
+
     results_path = Path(results_path)
+    if results_path.is_dir():
+        results_path = results_path / "results.parquet"
     if not results_path.exists():
         raise DataError(f"results file {results_path} not found; run `tradebench mcq eval`")
-    rows = pd.read_parquet(results_path)
+    fix = "pass the results.parquet `tradebench mcq eval` wrote"
+    try:
+        rows = pd.read_parquet(results_path)
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        reason = " ".join(str(exc).split())[:160]
+        raise DataError(
+            f"{results_path} is not a readable Parquet table ({reason}); {fix}"
+        ) from None
+    missing = sorted(set(EvalRow.model_fields) - set(rows.columns))
+    if missing:
+        raise DataError(f"{results_path} is not an MCQ results table (no {missing}); {fix}")
     if rows.empty:
         raise DataError(f"results file {results_path} holds no rows")
     subtitle = f"tradebench MCQ evaluation of {results_path.resolve()}"
