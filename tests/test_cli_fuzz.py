@@ -153,7 +153,15 @@ def _base(url: str) -> dict[str, tuple[list[str], dict[str, str | None]]]:
         "baselines train": (["spec.yaml"], {"--data-dir": "folder"}),
         "data import": (["offsets.csv"], {"--out": "out", "--market": "cn"}),
         "data import-records": (["dataset"], {"--long": "records.csv"}),
-        "data export": (["dataset"], {"--out": "out"}),
+        "data export": (
+            ["dataset"],
+            {
+                "--out": "out",
+                "--symbols": "SH600007",
+                "--start": "2022-03-01",
+                "--end": "2022-03-31",
+            },
+        ),
         "data pull": (
             [],
             {"--source": "nosuch", "--out": "out", "--start": "2024-01-02", "--end": "2024-01-05"},

@@ -15,6 +15,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from tradebench.data import clock
 from tradebench.data.assemble import assemble_dataset
 from tradebench.data.importers.files import (
     read_membership,
@@ -89,9 +90,9 @@ def _select(raw: pd.DataFrame, opts: LongImport) -> pd.DataFrame:
         wanted = set(opts.symbols) | ({opts.index_symbol} if opts.index_symbol else set())
         frame = frame[frame["symbol"].isin(wanted)]
     if opts.start:
-        frame = frame[frame["date"] >= pd.Timestamp(opts.start)]
+        frame = frame[frame["date"] >= pd.Timestamp(clock.to_day(opts.start))]
     if opts.end:
-        frame = frame[frame["date"] <= pd.Timestamp(opts.end)]
+        frame = frame[frame["date"] <= pd.Timestamp(clock.to_day(opts.end))]
     return frame.reset_index(drop=True)
 
 
