@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from tradebench.cli import app
+from tradebench.data import load_dataset
 from tradebench.llm.loopback import LoopbackServer, Reply
 
 runner = CliRunner()
@@ -273,7 +274,7 @@ def _inputs(root: Path, dataset: Path, url: str) -> None:
     (root / "offsets.csv").write_text(
         "date,symbol,open,high,low,close,volume\n"
         + "".join(
-            f"2024-01-{d:02d}T09:30:00+08:00,{s},10,11,9,10.5,1000\n"
+            f"2024-01-{d:02d}T07:00:00+08:00,{s},10,11,9,10.5,1000\n"
             for d in (2, 3, 4, 5)
             for s in ("SH600000", "SZ000001")
         )
@@ -371,3 +372,49 @@ def test_every_command_is_fuzzed_from_a_valid_invocation(
     has is either fuzzed or listed as not run."""
     assert set(_commands()) - NOT_RUN == set(COMMANDS)
     assert set(_base(server.openai_url)) <= set(COMMANDS)
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        # a pydantic validation error on a CLI value
+        ("mcq build -o W/q.jsonl --dataset W/dataset --commission-rate -1", "--commission-rate"),
+        # an unparseable date
+        ("backtest --dataset W/dataset --agent cash --start -1 --end 2022-03-04 --out W/o", "date"),
+        # a binary file
+        ("mcq check W/binary.bin", "not UTF-8"),
+        # start capital of zero (divided by in every return)
+        (
+            "backtest --dataset W/dataset --agent cash --start 2022-03-01 --end 2022-03-04 "
+            "--out W/o --initial-cash 0",
+            "positive",
+        ),
+        # -o naming a file
+        ("run W/spec.yaml -o W/text.txt", "text.txt"),
+        # YAML that is not a spec
+        ("run W/list.yaml -o W/o", "invalid run spec"),
+        # a usage error
+        ("backtest --dataset W/dataset --agent cash --start", "--start"),
+    ],
+)
+def test_the_reported_cases_are_one_line(inputs: Path, args: str, needle: str) -> None:
+    work = _fresh(inputs)()
+    try:
+        argv = args.replace("W/", f"{work}/").split()
+        result = runner.invoke(app, argv)
+        assert_clean(result, argv)
+        assert result.exit_code != 0
+        line = next(x for x in result.output.splitlines() if x.startswith("error: "))
+        assert needle in line, line
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def test_a_file_with_utc_offsets_imports_the_days_it_names(inputs: Path, tmp_path: Path) -> None:
+    """`2024-01-02T07:00:00+08:00` is 2 January where it was written (1 January in UTC)."""
+    out = tmp_path / "ds"
+    args = ["data", "import", str(inputs / "offsets.csv"), "-o", str(out), "--market", "cn"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    days = sorted({str(d)[:10] for d in load_dataset(out).bars["date"]})
+    assert days == ["2024-01-02", "2024-01-03", "2024-01-04", "2024-01-05"]

@@ -268,3 +268,22 @@ def test_a_spec_refused_before_running_leaves_its_out_folder_free(
     fixed = runner.invoke(app, ["run", str(_write(tmp_path / "a.yaml", spec)), "-o", str(out)])
     assert fixed.exit_code == 0, fixed.output
     assert len(pd.read_parquet(out / "summary.parquet")) == 2
+
+
+def test_a_folder_written_by_another_results_version_is_refused(
+    synth_dataset_dir: Path, tmp_path: Path
+) -> None:
+    """Code that computes results differently does not finish a folder begun by the old."""
+    import json
+
+    spec = {
+        "dataset": str(synth_dataset_dir),
+        "windows": [{"start": "2022-03-01", "end": "2022-03-04"}],
+        "agents": [{"name": "ew", "baseline": "equal_weight"}],
+    }
+    out = tmp_path / "run"
+    args = ["run", str(_write(tmp_path / "a.yaml", spec)), "-o", str(out)]
+    assert runner.invoke(app, args).exit_code == 0
+    guard = json.loads((out / "guard.json").read_text())
+    (out / "guard.json").write_text(json.dumps(guard | {"results_version": 0}))
+    _one_error_line(runner.invoke(app, args), "results version 0", "new --out folder")
