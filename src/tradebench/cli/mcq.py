@@ -236,8 +236,12 @@ def eval_cmd(
         str | None, typer.Option(help="Endpoint root (OpenAI style includes /v1).")
     ] = None,
     mode: Annotated[str, typer.Option(help="no_tools or with_tools.")] = "no_tools",
-    runs: Annotated[int, typer.Option(min=1, help="Samples per question (sample_index).")] = 1,
-    concurrency: Annotated[int, typer.Option(min=1, help="Questions solved at once.")] = 4,
+    runs: Annotated[
+        int, typer.Option(min=1, max=1000, help="Samples per question (sample_index).")
+    ] = 1,
+    concurrency: Annotated[
+        int, typer.Option(min=1, max=1024, help="Questions solved at once.")
+    ] = 4,
     reply_max_tokens: Annotated[
         int, typer.Option("--reply-max-tokens", min=1, help="Output cap per reply.")
     ] = 1024,
@@ -250,7 +254,7 @@ def eval_cmd(
         typer.Option(help="no_tools: 'letter' (one letter only) or 'reasoning' (think first)."),
     ] = "letter",
     max_tool_calls: Annotated[
-        int, typer.Option(min=0, help="with_tools: run_python calls per question.")
+        int, typer.Option(min=0, max=1000, help="with_tools: run_python calls per question.")
     ] = 8,
     sandbox_timeout: Annotated[
         float, typer.Option(help="with_tools: seconds per run_python call.")
@@ -348,17 +352,23 @@ def mine_cmd(
     solver_base_url: Annotated[
         str | None, typer.Option(help="Endpoint root of the solver, if it differs.")
     ] = None,
-    rounds: Annotated[int, typer.Option(min=1, help="Generation rounds.")] = 1,
-    per_round: Annotated[int, typer.Option(min=1, help="Questions generated per round.")] = 1,
+    rounds: Annotated[int, typer.Option(min=1, max=10_000, help="Generation rounds.")] = 1,
+    per_round: Annotated[
+        int, typer.Option(min=1, max=1000, help="Questions generated per round.")
+    ] = 1,
     seed: Annotated[int, typer.Option(min=0, help="Base MCQ_SEED of the verification code.")] = 0,
     code_timeout: Annotated[
         float, typer.Option(help="Seconds per run of the verification code.")
     ] = 120.0,
     solver_timeout: Annotated[float, typer.Option(help="Seconds per solver run_python.")] = 30.0,
-    max_tool_calls: Annotated[int, typer.Option(min=0, help="Solver run_python calls.")] = 8,
+    max_tool_calls: Annotated[
+        int, typer.Option(min=0, max=1000, help="Solver run_python calls.")
+    ] = 8,
     allow_weak_sandbox: AllowWeakSandbox = False,
-    concurrency: Annotated[int, typer.Option(min=1, help="Attempts processed at once.")] = 4,
-    history: Annotated[int, typer.Option(min=0, help="Earlier attempts shown.")] = 12,
+    concurrency: Annotated[
+        int, typer.Option(min=1, max=1024, help="Attempts processed at once.")
+    ] = 4,
+    history: Annotated[int, typer.Option(min=0, max=1000, help="Earlier attempts shown.")] = 12,
     reply_max_tokens: Annotated[
         int, typer.Option("--reply-max-tokens", min=1, help="Output cap per reply.")
     ] = 2048,

@@ -52,7 +52,7 @@ def _config(cls: type[M], **fields: Any) -> M:
 def build(
     dataset: Annotated[Path, typer.Option("--dataset", help="Dataset folder.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Probe file to write (.jsonl).")],
-    n: Annotated[int, typer.Option("--n", min=1, help="Probes to draw.")] = 200,
+    n: Annotated[int, typer.Option("--n", min=1, max=1_000_000, help="Probes to draw.")] = 200,
     seed: Annotated[int, typer.Option(min=0, help="Seed of the draw and the alias maps.")] = 0,
     levels: Annotated[str, typer.Option(help="Mask levels, comma-separated.")] = "blinded",
     price_modes: Annotated[
@@ -103,8 +103,8 @@ def run(
     reply_max_tokens: Annotated[
         int, typer.Option("--reply-max-tokens", min=8, help="Output cap per reply.")
     ] = 256,
-    concurrency: Annotated[int, typer.Option(min=1, help="LLM loops in flight.")] = 4,
-    retries: Annotated[int, typer.Option(min=0, help="Retries of an invalid reply.")] = 2,
+    concurrency: Annotated[int, typer.Option(min=1, max=1024, help="LLM loops in flight.")] = 4,
+    retries: Annotated[int, typer.Option(min=0, max=100, help="Retries of an invalid reply.")] = 2,
     temperature: Annotated[float, typer.Option(help="LLM sampling temperature.")] = 0.0,
     sample_seed: Annotated[
         int, typer.Option("--seed", min=0, help="LLM sample: provider seed and cache key.")
