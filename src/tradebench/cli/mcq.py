@@ -257,7 +257,7 @@ def eval_cmd(
         int, typer.Option(min=0, max=1000, help="with_tools: run_python calls per question.")
     ] = 8,
     sandbox_timeout: Annotated[
-        float, typer.Option(help="with_tools: seconds per run_python call.")
+        float, typer.Option(min=0.1, max=3600.0, help="with_tools: seconds per run_python call.")
     ] = 30.0,
     allow_weak_sandbox: AllowWeakSandbox = False,
     limit: Annotated[int | None, typer.Option(min=1, help="Only the first N questions.")] = None,
@@ -358,9 +358,11 @@ def mine_cmd(
     ] = 1,
     seed: Annotated[int, typer.Option(min=0, help="Base MCQ_SEED of the verification code.")] = 0,
     code_timeout: Annotated[
-        float, typer.Option(help="Seconds per run of the verification code.")
+        float, typer.Option(min=0.1, max=3600.0, help="Seconds per run of the verification code.")
     ] = 120.0,
-    solver_timeout: Annotated[float, typer.Option(help="Seconds per solver run_python.")] = 30.0,
+    solver_timeout: Annotated[
+        float, typer.Option(min=0.1, max=3600.0, help="Seconds per solver run_python.")
+    ] = 30.0,
     max_tool_calls: Annotated[
         int, typer.Option(min=0, max=1000, help="Solver run_python calls.")
     ] = 8,

@@ -211,8 +211,8 @@ class ModelConfig(BaseModel):
     api_key_env: str | None = None
     """Name of the environment variable holding the key (default `OPENAI_API_KEY` /
     `ANTHROPIC_API_KEY`)."""
-    temperature: float = 0.0
-    """Sampling temperature."""
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    """Sampling temperature (0 to 2, the widest range a provider accepts)."""
     max_tokens: int = 1024
     """Cap on output tokens per reply."""
     extra: dict[str, Any] = Field(default_factory=dict)

@@ -64,7 +64,7 @@ class AgentEntry(BaseModel):
     model: str | None = None
     base_url: str | None = None
     api_key_env: str | None = Field(default=None, description="env var holding the key")
-    temperature: float = 0.0
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(default=1024, ge=16)
     extra: dict[str, Any] = Field(default_factory=dict)
     tool_protocol: ToolProtocol = Field(
