@@ -378,7 +378,11 @@ def test_every_command_is_fuzzed_from_a_valid_invocation(
     ("args", "needle"),
     [
         # a pydantic validation error on a CLI value
-        ("mcq build -o W/q.jsonl --dataset W/dataset --commission-rate -1", "--commission-rate"),
+        (
+            "mcq build -o W/q.jsonl --dataset W/dataset --symbol SH600007 --num-questions 2 "
+            "--commission-rate -1",
+            "--commission-rate",
+        ),
         # an unparseable date
         ("backtest --dataset W/dataset --agent cash --start -1 --end 2022-03-04 --out W/o", "date"),
         # a binary file
