@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from tradebench.benchmarks.mcq.eval.summary import (
     RANDOM_BASELINE,
+    RESULT_COLUMNS,
     Accuracy,
     ModelSummary,
     accuracy,
@@ -176,8 +177,6 @@ def mcq_report(results_path: Path, out_html: Path) -> Path:
     Raises:
         DataError: The results file is missing, unreadable, not MCQ results or empty.
     """
-    from tradebench.benchmarks.mcq.eval.run import EvalRow  # the rows' own model
-
     results_path = Path(results_path)
     if results_path.is_dir():
         results_path = results_path / "results.parquet"
@@ -191,7 +190,7 @@ def mcq_report(results_path: Path, out_html: Path) -> Path:
         raise DataError(
             f"{results_path} is not a readable Parquet table ({reason}); {fix}"
         ) from None
-    missing = sorted(set(EvalRow.model_fields) - set(rows.columns))
+    missing = sorted(set(RESULT_COLUMNS) - set(rows.columns))
     if missing:
         raise DataError(f"{results_path} is not an MCQ results table (no {missing}); {fix}")
     if rows.empty:
