@@ -9,8 +9,9 @@ negative, NaN, infinity, overflow, huge; text: impossible and far-out dates, mal
 model names). Each invocation starts from a valid one (`_base`, where a command has one) with
 one or two parameters replaced, in a fresh copy of the inputs, in-process (`CliRunner`); model
 commands talk to a loopback server. Every parameter gets one value in a fixed sweep, then
-hypothesis draws pairs of values (derandomized, so CI sees the same cases each run). Not run: `demo` (a whole demo run) and `llm serve-local`
-(starts a model server); `data export-hf --push` uploads (never given a value).
+hypothesis draws pairs of values (derandomized, so CI sees the same cases each run). Not run:
+`demo` (a whole demo run) and `llm serve-local` (starts a model server); `data export-hf
+--push` uploads (never given a value).
 """
 
 from __future__ import annotations
