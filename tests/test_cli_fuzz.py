@@ -366,7 +366,7 @@ def test_every_option_of_every_command_once(inputs: Path, server: LoopbackServer
 
 
 @settings(
-    max_examples=100,
+    max_examples=60,
     derandomize=True,
     database=None,
     deadline=None,
