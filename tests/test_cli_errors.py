@@ -42,17 +42,117 @@ def _spec(tmp_path: Path, dataset: Path, **agent: object) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("status", "needle"), [(500, "gave up after 2 attempts"), (401, "401")])
-def test_a_failing_endpoint_is_one_line(
-    synth_dataset_dir: Path, tmp_path: Path, status: int, needle: str
+@pytest.mark.parametrize(
+    ("status", "key_env", "needles"),
+    [
+        (500, None, ("gave up after 2 attempts", "max_attempts")),
+        (401, None, ("401", "No API key was sent", "api_key_env")),
+        (401, "TB_TEST_KEY", ("401", "Check the key in TB_TEST_KEY")),
+    ],
+)
+def test_a_failing_endpoint_is_one_line_with_a_true_hint(
+    synth_dataset_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    status: int,
+    key_env: str | None,
+    needles: tuple[str, ...],
 ) -> None:
+    """The hint names what the user can change: the spec's `max_attempts` (not a class of
+    the code), and for a 401 the key variable only when a key was sent from one."""
+    monkeypatch.setenv("TB_TEST_KEY", "sk-test-not-a-real-key")
+    entry: dict[str, object] = {"max_attempts": 2, "timeout_s": 5}
+    if key_env:
+        entry["api_key_env"] = key_env
     with LoopbackServer(responder=lambda r: Reply.error(status, body="no")) as server:
-        spec = _spec(
-            tmp_path, synth_dataset_dir, base_url=server.openai_url, max_attempts=2,
-            timeout_s=5,
-        )  # fmt: skip
+        spec = _spec(tmp_path, synth_dataset_dir, base_url=server.openai_url, **entry)
         result = runner.invoke(app, ["run", str(spec), "-o", str(tmp_path / "run")])
-    _one_error_line(result, "openai:m", needle)
+    line = _one_error_line(result, "openai:m", *needles)
+    assert "RetryPolicy" not in line and "OPENAI_API_KEY" not in line
+
+
+@pytest.mark.parametrize("url", ["htp:/127.0.0.1:8080/v1", "http://", "localhost:8080/v1"])
+def test_a_base_url_that_cannot_be_valid_is_refused_when_read(tmp_path: Path, url: str) -> None:
+    """Refused with the spec (before any episode), and by `llm ping`, instead of six
+    attempts with backoff against a URL no server can answer."""
+    spec = _spec(tmp_path, Path("synthetic:cn"), base_url=url)
+    result = runner.invoke(app, ["run", str(spec), "-o", str(tmp_path / "run")])
+    line = _one_error_line(result, str(spec), "base_url", "http(s) URL")
+    assert "gave up" not in line and not (tmp_path / "run").exists()
+    ping = runner.invoke(app, ["llm", "ping", "openai:m", "--base-url", url])
+    _one_error_line(ping, "base_url", "http(s) URL")
+
+
+def test_replay_from_the_cache_needs_no_key(
+    synth_dataset_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replay sends nothing, so the key variable may be unset; the replayed run writes the
+    same summary as the recorded one, and the server sees no request."""
+    from tests.benchmarks.portfolio.conftest import trader
+
+    monkeypatch.setenv("TB_TEST_KEY", "sk-test-not-a-real-key")
+    with LoopbackServer(responder=trader) as server:
+        spec = _spec(
+            tmp_path, synth_dataset_dir, base_url=server.openai_url, api_key_env="TB_TEST_KEY"
+        )
+        cache = tmp_path / "cache.sqlite"
+        raw = yaml.safe_load(spec.read_text()) | {"cache": {"path": str(cache)}}
+        spec.write_text(yaml.safe_dump(raw))
+        recorded = runner.invoke(app, ["run", str(spec), "-o", str(tmp_path / "a")])
+        assert recorded.exit_code == 0, recorded.output
+        sent = server.count()
+        monkeypatch.delenv("TB_TEST_KEY")
+        spec.write_text(yaml.safe_dump(raw | {"cache": {"path": str(cache), "mode": "replay"}}))
+        replayed = runner.invoke(app, ["run", str(spec), "-o", str(tmp_path / "b")])
+        assert replayed.exit_code == 0, replayed.output
+        assert server.count() == sent
+    columns = ["episode_id", "status", "total_return", "n_steps"]
+    a = pd.read_parquet(tmp_path / "a" / "summary.parquet")
+    b = pd.read_parquet(tmp_path / "b" / "summary.parquet")
+    assert a[columns].equals(b[columns])
+
+
+def test_a_window_before_the_data_names_the_datasets_real_first_day(
+    synth_dataset_dir: Path, tmp_path: Path
+) -> None:
+    bars = pd.read_parquet(synth_dataset_dir / "bars.parquet", columns=["date"])
+    first = pd.Timestamp(bars["date"].min())
+    start = (first - pd.Timedelta(days=200)).date()
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        yaml.safe_dump(
+            {
+                "dataset": str(synth_dataset_dir),
+                "windows": [
+                    {"start": str(start), "end": str((first + pd.Timedelta(days=9)).date())}
+                ],
+                "agents": [{"name": "ew", "baseline": "equal_weight"}],
+            }
+        )
+    )
+    result = runner.invoke(app, ["run", str(spec), "-o", str(tmp_path / "run")])
+    line = _one_error_line(result, f"starts before the dataset's first day {first.date()}")
+    assert f"{start} is the dataset's first day" not in line
+
+
+def test_an_index_symbol_missing_from_the_index_file_is_one_line(
+    shared_data: Path, tmp_path: Path
+) -> None:
+    """Not a dataset without an index and no finding: the symbols the file holds are named."""
+    bars = pd.read_parquet(shared_data / "cn" / "csi300_members_daily_2018_2026.parquet")
+    bars = bars[(bars["date"] >= "2024-01-02") & (bars["date"] <= "2024-01-31")]
+    bars = bars[bars["symbol"].isin(sorted(bars["symbol"].unique())[:5])]
+    source = tmp_path / "bars.parquet"
+    bars.to_parquet(source)
+    index = shared_data / "cn" / "csi300_index_daily.csv"
+    held = sorted(pd.read_csv(index, usecols=["symbol"])["symbol"].astype(str).unique())
+    args = ["data", "import", str(source), "-o", str(tmp_path / "ds"), "--market", "cn"]
+    args += ["--index", str(index), "--index-symbol", "SH000905"]
+    line = _one_error_line(runner.invoke(app, args), "SH000905", str(index), held[0])
+    assert not (tmp_path / "ds" / "manifest.json").exists(), line
+    args[-1] = held[0]
+    assert runner.invoke(app, args).exit_code == 0
+    assert load_dataset(tmp_path / "ds").index is not None
 
 
 def test_a_replay_miss_is_one_line(synth_dataset_dir: Path, tmp_path: Path) -> None:
@@ -145,3 +245,42 @@ def test_a_window_past_the_data_is_said_and_its_real_end_recorded(
     assert set(summary["last_day"]) == {str(last.date())}
     assert (summary["window_end"] > summary["last_day"]).all()
     shutil.rmtree(tmp_path / "run")
+
+
+def test_ctrl_c_says_what_was_saved_and_the_rerun_resumes(
+    synth_dataset_dir: Path, tmp_path: Path
+) -> None:
+    """SIGINT mid-run (a real process, as a terminal sends it): one line naming the folder
+    and the rerun; the rerun then finishes every episode from what was saved."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.benchmarks.portfolio.conftest import trader
+
+    with LoopbackServer(responder=trader, latency_s=0.2) as server:
+        spec = _spec(tmp_path, synth_dataset_dir, base_url=server.openai_url)
+        raw = yaml.safe_load(spec.read_text())
+        raw["windows"] = [{"start": "2022-03-01", "end": "2022-03-10"}]
+        spec.write_text(yaml.safe_dump(raw))
+        out = tmp_path / "run"
+        args = [sys.executable, "-m", "tradebench.cli", "run", str(spec), "-o", str(out)]
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(1200):  # liveness: wait for the first journaled step
+            if any(p.stat().st_size for p in out.rglob("progress.jsonl")):
+                break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=120)
+        assert proc.returncode == 130, stderr
+        lines = [x for x in (stdout + stderr).splitlines() if x.strip()]
+        assert len(lines) == 1 and "Traceback" not in stderr, stderr
+        assert lines[0].startswith("interrupted") and str(out) in lines[0] and "rerun" in lines[0]
+        assert not (out / "summary.parquet").exists()  # it really stopped part-way
+        resumed = runner.invoke(app, ["run", str(spec), "-o", str(out)])
+    assert resumed.exit_code == 0, resumed.output
+    summary = pd.read_parquet(out / "summary.parquet")
+    assert (summary["status"] == "done").all()
+    steps = pd.read_parquet(next(out.glob("episodes/m_*/steps.parquet")))
+    assert len(steps) == 8  # 2022-03-01 .. 03-10: every decision day, none twice

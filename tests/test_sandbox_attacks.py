@@ -376,6 +376,72 @@ def test_the_total_disk_is_capped() -> None:
     assert "OSError 28" in result.stdout  # ENOSPC
 
 
+# ------------------------------------------------------------------------ memory outside RLIMIT_AS
+HOARD = """
+import ctypes, os, sys
+CHUNK, GOAL = 16 << 20, 192 << 20
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+libc.shmat.argtypes = (ctypes.c_int, ctypes.c_void_p, ctypes.c_int)
+libc.shmdt.argtypes = (ctypes.c_void_p,)
+kept = []
+
+def check(ret, what):
+    if ret == -1 or ret is None or ret == ctypes.c_void_p(-1).value:
+        raise OSError(ctypes.get_errno(), what)
+    return ret
+
+def memfd():
+    fd = os.memfd_create("hoard")
+    kept.append(fd)
+    os.write(fd, b"x" * CHUNK)  # page cache of an anonymous file: not address space
+
+def sysv_shm():
+    seg = check(libc.shmget(0, CHUNK, 0o1600), "shmget")  # IPC_PRIVATE, IPC_CREAT | 0600
+    addr = check(libc.shmat(seg, None, 0), "shmat")
+    ctypes.memset(addr, 1, CHUNK)
+    libc.shmdt(addr)  # detached: the pages stay with the segment, outside the address space
+
+def posix_shm():
+    fd = os.open(f"/dev/shm/hoard{len(kept)}", os.O_CREAT | os.O_RDWR, 0o600)
+    kept.append(fd)
+    os.write(fd, b"x" * CHUNK)
+
+def sysv_msg():
+    class Msg(ctypes.Structure):
+        _fields_ = (("mtype", ctypes.c_long), ("text", ctypes.c_char * 8192))
+    msg = Msg(1, b"x" * 8191)
+    for _ in range(CHUNK // 16384):
+        queue = check(libc.msgget(0, 0o1600), "msgget")
+        for _ in range(2):
+            check(libc.msgsnd(queue, ctypes.byref(msg), 8192, 0o4000), "msgsnd")
+
+route = {"memfd": memfd, "sysv_shm": sysv_shm, "posix_shm": posix_shm, "sysv_msg": sysv_msg}
+held = 0
+try:
+    while held < GOAL:
+        route[sys.argv[1] if len(sys.argv) > 1 else ROUTE]()
+        held += CHUNK
+except OSError as exc:
+    print("refused", exc.errno)
+print(held)
+"""
+
+
+@x86_64
+@pytest.mark.parametrize("route", ["memfd", "sysv_shm", "posix_shm", "sysv_msg"])
+def test_memory_outside_the_address_space_is_refused(route: str) -> None:
+    """memfd pages, SysV shared memory and message queues and files in /dev/shm are not
+    address space: RLIMIT_AS does not count them, so each would let a program hold more than
+    its memory cap (four sandboxed calls at once on a machine without swap)."""
+    limits = SandboxLimits(memory_bytes=128 << 20, file_bytes=32 << 20)
+    result = run_python(HOARD.replace("ROUTE]", f"{route!r}]"), limits=limits)
+    assert result.ok, result.stderr
+    *_, held = result.stdout.split()
+    assert int(held) == 0, result.stdout  # 192 MiB asked for against a 128 MiB cap
+    assert "refused" in result.stdout
+
+
 # ------------------------------------------------------------------------ the record
 def test_the_enforced_list_cannot_be_forged() -> None:
     code = textwrap.dedent(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -155,3 +156,20 @@ def test_bad_window_is_a_clear_error(synth_dataset_dir: Path, tmp_path: Path) ->
         ],
     )
     assert result.exit_code == 1 and "unknown agent 'nope'" in result.output
+
+
+def test_report_reads_the_folder_backtest_writes(synth_dataset_dir: Path, tmp_path: Path) -> None:
+    """`backtest` says it writes "the run folder" and prints `tradebench report` as the next
+    step; that command then reports it as a one-episode run: the final NAV / cash shown for
+    the agent is the one its own steps table holds."""
+    out = tmp_path / "ew"
+    run = _run(synth_dataset_dir, "equal_weight", "2022-03-01", "2022-04-29", out, "-A", "every=5")
+    shown = runner.invoke(app, ["backtest", "--help"]).output
+    assert "run folder" in shown
+    result = runner.invoke(app, ["report", str(out)])
+    assert result.exit_code == 0, result.output
+    page = (out / "report.html").read_text()
+    text = re.sub(r"(\s*<[^>]+>\s*)+", "|", re.sub(r"<script.*?</script>", "", page, flags=re.S))
+    final = run["steps"]["nav"].iloc[-1] / 1_000_000
+    days = len(run["steps"])
+    assert re.search(rf"\|equal_weight\|{days}\|[-0-9]+\|1\|{final:.4f}\|", text), text[:3000]

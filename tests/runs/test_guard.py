@@ -1,9 +1,11 @@
 """Run folders are safe to share and to rerun: one writer at a time, a changed spec refused
-with its differing keys (or only new cells added when asked), no orphaned workers."""
+with its differing keys (or only new cells added when asked), a changed dataset or an
+unreadable guard file refused in one line, no orphaned workers."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -11,6 +13,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import pytest
 import yaml
 from typer.testing import CliRunner
 
@@ -155,3 +158,132 @@ def test_killing_a_run_leaves_no_worker_behind(synth_dataset_dir: Path, tmp_path
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     _wait_for(lambda: not any(_alive(w) for w in workers), "the workers to die")
+
+
+def _one_error_line(result, *needles: str) -> str:
+    assert result.exit_code == 1, result.output
+    lines = [x for x in result.output.splitlines() if x.strip()]
+    errors = [x for x in lines if x.startswith("error: ")]
+    assert len(errors) == 1 and "Traceback" not in result.output, result.output
+    for needle in needles:
+        assert needle in errors[0], errors[0]
+    return errors[0]
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    """Every file under `folder` with its bytes (the lock file aside)."""
+    return {
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != ".lock"
+    }
+
+
+def test_a_dataset_reimported_under_a_half_finished_run_is_refused(
+    synth_dataset_dir: Path, tmp_path: Path
+) -> None:
+    """The resume would run the model's remaining steps on the new data beside baselines
+    finished on the old: the folder guard compares the dataset's manifest and refuses."""
+    from tradebench.data.synth import SynthConfig, synthesize
+
+    data = tmp_path / "data"
+    shutil.copytree(synth_dataset_dir, data)
+    with LoopbackServer(responder=trader) as server:
+        spec = {
+            "dataset": str(data),
+            "windows": [{"start": "2022-03-01", "end": "2022-03-10"}],
+            "modes": ["memory_only"],
+            "masks": ["bright"],
+            "agents": [
+                {"name": "m", "provider": "openai", "model": "m", "base_url": server.openai_url},
+                {"name": "ew", "baseline": "equal_weight"},
+            ],
+        }
+        path = _write(tmp_path / "spec.yaml", spec)
+        out = tmp_path / "run"
+        args = ["run", str(path), "-o", str(out)]
+        stopped = runner.invoke(app, [*args, "--max-tokens", "4000"])
+        _one_error_line(stopped, "Stopped cleanly")
+        before = _tree(out)
+        shutil.rmtree(data)
+        synthesize(data, SynthConfig(seed=1))  # re-imported: same path, other prices
+        refused = runner.invoke(app, args)
+        _one_error_line(refused, str(out), "dataset", "changed", "new --out folder")
+        assert _tree(out) == before  # nothing written, nothing mixed
+        shutil.rmtree(data)
+        shutil.copytree(synth_dataset_dir, data)  # the data it was written with: resumes
+        resumed = runner.invoke(app, args)
+    assert resumed.exit_code == 0, resumed.output
+    summary = pd.read_parquet(out / "summary.parquet")
+    assert (summary["status"] == "done").all() and len(summary) == 3
+
+
+@pytest.mark.parametrize(
+    ("name", "damage"),
+    [
+        ("spec.yaml", b"agents: [unclosed\n"),  # not YAML
+        ("spec.yaml", b"- just\n- a list\n"),  # YAML, not a spec
+        ("spec.yaml", b""),  # a full disk's leftover
+        ("guard.json", b""),
+        ("guard.json", b'{"dataset_manifest_sha256": 3}'),
+    ],
+)
+def test_an_unreadable_guard_file_refuses_the_run(
+    synth_dataset_dir: Path, tmp_path: Path, name: str, damage: bytes
+) -> None:
+    """Without its record the folder cannot tell a changed spec or dataset from the same one:
+    the run stops in one line and leaves the folder as it was (the file is not rewritten)."""
+    spec = {
+        "dataset": str(synth_dataset_dir),
+        "windows": [{"start": "2022-03-01", "end": "2022-03-04"}],
+        "agents": [{"name": "ew", "baseline": "equal_weight"}],
+    }
+    out = tmp_path / "run"
+    args = ["run", str(_write(tmp_path / "a.yaml", spec)), "-o", str(out)]
+    assert runner.invoke(app, args).exit_code == 0
+    (out / name).write_bytes(damage)
+    before = _tree(out)
+    changed = spec | {"agents": [{"name": "ew", "baseline": "momentum_topk"}]}
+    for path in (tmp_path / "a.yaml", _write(tmp_path / "b.yaml", changed)):
+        result = runner.invoke(app, ["run", str(path), "-o", str(out)])
+        _one_error_line(result, str(out / name), "restore it")
+        assert _tree(out) == before
+
+
+def test_a_spec_refused_before_running_leaves_its_out_folder_free(
+    synth_dataset_dir: Path, tmp_path: Path
+) -> None:
+    """An unknown baseline is found before the folder is claimed: the corrected spec then
+    runs in the same --out folder."""
+    spec = {
+        "dataset": str(synth_dataset_dir),
+        "windows": [{"start": "2022-03-01", "end": "2022-03-04"}],
+        "agents": [{"name": "ew", "baseline": "equal_wieght"}],
+    }
+    out = tmp_path / "run"
+    wrong = runner.invoke(app, ["run", str(_write(tmp_path / "a.yaml", spec)), "-o", str(out)])
+    _one_error_line(wrong, "unknown agent 'equal_wieght'")
+    assert not out.exists()
+    spec["agents"] = [{"name": "ew", "baseline": "equal_weight"}]
+    fixed = runner.invoke(app, ["run", str(_write(tmp_path / "a.yaml", spec)), "-o", str(out)])
+    assert fixed.exit_code == 0, fixed.output
+    assert len(pd.read_parquet(out / "summary.parquet")) == 2
+
+
+def test_a_folder_written_by_another_results_version_is_refused(
+    synth_dataset_dir: Path, tmp_path: Path
+) -> None:
+    """Code that computes results differently does not finish a folder begun by the old."""
+    import json
+
+    spec = {
+        "dataset": str(synth_dataset_dir),
+        "windows": [{"start": "2022-03-01", "end": "2022-03-04"}],
+        "agents": [{"name": "ew", "baseline": "equal_weight"}],
+    }
+    out = tmp_path / "run"
+    args = ["run", str(_write(tmp_path / "a.yaml", spec)), "-o", str(out)]
+    assert runner.invoke(app, args).exit_code == 0
+    guard = json.loads((out / "guard.json").read_text())
+    (out / "guard.json").write_text(json.dumps(guard | {"results_version": 0}))
+    _one_error_line(runner.invoke(app, args), "results version 0", "new --out folder")

@@ -36,7 +36,12 @@ def _day_rows(panel: Panel, start: str, end: str) -> np.ndarray:
     if days.size == 0:
         raise ConfigError(f"no trading days between {start} and {end} in this dataset")
     if days[0] == 0:
-        raise ConfigError(f"{start} is the dataset's first day: attribution needs history")
+        first = str(panel.dates[0])
+        when = "on" if to_day(start) == panel.dates[0] else "before"
+        raise ConfigError(
+            f"the window {start} .. {end} starts {when} the dataset's first day {first}: "
+            f"attribution needs a day of history before the window; start it after {first}"
+        )
     return days
 
 

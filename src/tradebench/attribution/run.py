@@ -24,6 +24,7 @@ from tradebench.agents.factor.signal import evaluate_signal
 from tradebench.attribution.model import build_factor_model
 from tradebench.data.dataset import Dataset, load_dataset
 from tradebench.errors import ConfigError, TradebenchError
+from tradebench.files import write_parquet_atomic
 from tradebench.metrics.attribution import (
     attribution_summary,
     decompose,
@@ -272,7 +273,7 @@ def attribute_run(
             models[ep.window] = build_factor_model(ds.panel, *ep.window, config)
         model = models[ep.window]
         daily = _attribute_episode(ep, model, ds)
-        daily.to_parquet(folder / ATTRIBUTION_FILE)
+        write_parquet_atomic(daily, folder / ATTRIBUTION_FILE)
         row = _summary_row(ep, model, daily)
         if signal and row["cohort"] == "factor_model":
             columns, error = _signal_columns(ep, ds)
@@ -286,7 +287,7 @@ def attribute_run(
     windows = _write_models(run_dir, models)
     summary = pd.DataFrame(rows)
     path = run_dir / SUMMARY_FILE
-    summary.to_parquet(path, index=False)
+    write_parquet_atomic(summary, path, index=False)
     source = next(iter(models.values())).amount_source if models else ""
     return AttributionOutcome(path, tuple(done), skipped, windows, source)
 
@@ -310,6 +311,6 @@ def _write_models(
         span = f"{start}_{end}"
         record = _model_record(model)
         write_json(folder / f"{span}.json", record)
-        model.factor_returns().to_parquet(folder / f"{span}_factor_returns.parquet")
+        write_parquet_atomic(model.factor_returns(), folder / f"{span}_factor_returns.parquet")
         out[span] = record
     return out

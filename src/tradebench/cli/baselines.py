@@ -82,8 +82,12 @@ def train(
         list[str] | None, typer.Option("--only", help="Train only these agent names.")
     ] = None,
     data_dir: Annotated[
-        Path, typer.Option(help="Where a synthetic dataset of the spec is generated.")
-    ] = Path("tradebench-data"),
+        Path | None,
+        typer.Option(
+            help="Where a synthetic dataset of the spec is generated (default: beside the "
+            "model cache, e.g. ~/.cache/tradebench/data)."
+        ),
+    ] = None,
 ) -> None:
     """Train every factor-model agent of SPEC_FILE into the model cache (IC per model).
 
@@ -100,12 +104,14 @@ def train(
         TimeRemainingColumn,
     )
 
+    from tradebench.agents.factor.cache import default_cache_dir
     from tradebench.agents.factor.jobs import plan_jobs, run_job
     from tradebench.data import load_dataset
     from tradebench.runs.executor import resolve_dataset
     from tradebench.runs.spec import RunSpec
 
     spec = RunSpec.load(spec_file)
+    data_dir = data_dir or default_cache_dir().parent / "data"
     dataset = load_dataset(resolve_dataset(spec.dataset, data_dir))
     agents = [(a.name, a.baseline, dict(a.args)) for a in spec.agents if a.baseline]
     windows = [(w.start, w.end) for w in spec.windows]

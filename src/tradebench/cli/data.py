@@ -134,7 +134,10 @@ def import_records_cmd(
     delay_minutes: Annotated[
         float,
         typer.Option(
-            "--delay-minutes", min=0.0, help="News delivery delay added to the publish time."
+            "--delay-minutes",
+            min=0.0,
+            max=525_600.0,
+            help="News delivery delay added to the publish time.",
         ),
     ] = 30.0,
     naive_tz: Annotated[
@@ -331,10 +334,14 @@ def export_hf_cmd(
 @exits_on_error
 def synth(
     out: Annotated[Path, typer.Option("--out", "-o", help="Dataset folder to write.")],
-    seed: Annotated[int, typer.Option(help="Seed: same seed, same market.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="Seed: same seed, same market.")] = 0,
     market: Annotated[str, typer.Option(help="Only `cn` (A-share rules) is generated.")] = "cn",
-    names: Annotated[int, typer.Option(help="Number of stocks (>= 300 by default).")] = 320,
-    days: Annotated[int, typer.Option(help="Trading days (780 ~ 3 years).")] = 780,
+    names: Annotated[
+        int, typer.Option(min=1, max=10_000, help="Number of stocks (>= 300 by default).")
+    ] = 320,
+    days: Annotated[
+        int, typer.Option(min=2, max=20_000, help="Trading days (780 ~ 3 years).")
+    ] = 780,
 ) -> None:
     """Generate a deterministic synthetic A-share market (no data or network needed).
 

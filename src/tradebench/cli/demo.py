@@ -93,7 +93,7 @@ def demo(
     out: Annotated[Path, typer.Option("--out", "-o", help="Run folder of the demo.")] = Path(
         "tradebench-demo"
     ),
-    seed: Annotated[int, typer.Option(help="Seed of the synthetic market.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the synthetic market.")] = 0,
     model: Annotated[
         str | None,
         typer.Option(help="Also run a model, e.g. openai:gpt-4.1-mini (key from the env)."),

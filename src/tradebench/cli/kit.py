@@ -1,11 +1,21 @@
-"""What every command group shares: the console, the error boundary, the budget options."""
+"""What every command group shares: the console, the error boundary, the budget options.
+
+The error boundary (`exits_on_error`) is the one place a command's failure becomes text: a
+`TradebenchError` (also inside an exception group), an operating-system error on a path the
+user named or the machine ran out of (a full disk, a folder given where a file is expected)
+and invalid values for a command's settings (`validated`) each print one `error:` line and
+exit 1; Ctrl-C prints what is saved and how to resume, and exits 130. Anything else is a bug
+and keeps its traceback.
+"""
 
 from __future__ import annotations
 
+import errno
 import functools
 import logging
+import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
@@ -13,10 +23,21 @@ from rich.console import Console
 from tradebench.errors import ConfigError, TradebenchError
 
 if TYPE_CHECKING:
+    from pydantic import ValidationError
+
     from tradebench.llm.budget import BudgetConfig
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+INTERRUPTED = "interrupted (Ctrl-C) before the command finished; rerun it to start again"
+"""What Ctrl-C prints for a command that does not say more (`exits_on_error(interrupted=)`)."""
+REPLIES_KEPT = (
+    "interrupted (Ctrl-C): the replies received so far are cached and the spend is saved "
+    "under {out}; rerun the same command to continue (cached replies are free)"
+)
+"""What Ctrl-C prints for the model commands that resume from their cache and budget."""
+EXIT_INTERRUPTED = 130
 
 console = Console(soft_wrap=True, emoji=False)
 err_console = Console(stderr=True, soft_wrap=True, emoji=False)
@@ -51,28 +72,102 @@ def _ours(exc: BaseException) -> TradebenchError | None:
     return None
 
 
-def error_line(exc: TradebenchError) -> str:
-    """The one line the CLI prints for an error: its message with line breaks folded."""
+def error_line(exc: BaseException) -> str:
+    """The one line the CLI prints for an error: its message with line breaks folded (an
+    operating-system error as its path and reason, e.g. `cannot use out.json: Is a
+    directory`)."""
+    if isinstance(exc, OSError) and not isinstance(exc, TradebenchError):
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        where = exc.filename if exc.filename is not None else ""
+        text = f"cannot use {os.fsdecode(where)}: {reason}" if where else reason
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            text += "; free some space and rerun the same command (finished work is kept)"
+        return "error: " + " ".join(text.split())
     return "error: " + " ".join(str(exc).split())
 
 
-def exits_on_error(fn: Callable[P, R]) -> Callable[P, R]:
-    """Turn a `TradebenchError` (also one inside an exception group from a task group) into
-    one `error:` line and exit code 1, without a traceback; anything else is a bug and keeps
-    its traceback."""
+def _user_error(exc: BaseException) -> BaseException | None:
+    """The error in `exc` that is the user's or the machine's to fix (ours, an OSError on a
+    file, invalid values for a command's settings model), or None when `exc` is a bug."""
+    ours = _ours(exc)
+    if ours is not None:
+        return ours
+    if isinstance(exc, OSError) and exc.errno is not None:
+        return exc
+    if type(exc).__module__.startswith("pydantic"):  # pydantic is loaded if it raised
+        from pydantic import ValidationError
+
+        if isinstance(exc, ValidationError):
+            return invalid_values(exc)
+    return None
+
+
+def exits_on_error(fn: Callable[P, R] | None = None, *, interrupted: str = INTERRUPTED) -> Any:
+    """Decorate a command: a `TradebenchError` (also one inside an exception group from a task
+    group), an `OSError` on a file or a pydantic `ValidationError` of the settings a command
+    built from its options becomes one `error:` line and exit code 1, without a traceback;
+    Ctrl-C prints `interrupted` (what is saved and how to resume; `{name}` fields are filled
+    from the command's arguments) and exits 130; anything else is a bug and keeps its
+    traceback. Use bare or as `@exits_on_error(interrupted="...")`."""
+    if fn is None:
+        return functools.partial(exits_on_error, interrupted=interrupted)
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
-        except (TradebenchError, BaseExceptionGroup) as exc:
-            ours = _ours(exc)
-            if ours is None:
+        except KeyboardInterrupt:
+            err_console.print(_filled(interrupted, kwargs), highlight=False, markup=False)
+            raise typer.Exit(code=EXIT_INTERRUPTED) from None
+        except (Exception, BaseExceptionGroup) as exc:
+            shown = _user_error(exc)
+            if shown is None:
                 raise
-            err_console.print(error_line(ours), highlight=False, markup=False)
+            err_console.print(error_line(shown), highlight=False, markup=False)
             raise typer.Exit(code=1) from None
 
     return wrapper
+
+
+def usage_error_exit(exc: BaseException) -> None:
+    """For click's own errors (a usage error, an abort at a prompt): print one `error:` line
+    and exit with click's code; return for anything else."""
+    from typer._click import ClickException  # typer's own click (typer >= 0.2x)
+
+    if isinstance(exc, typer.Abort):
+        err_console.print("error: aborted", highlight=False, markup=False)
+        raise SystemExit(1) from None
+    if not isinstance(exc, ClickException):
+        return
+    if type(exc).__name__ != "NoArgsIsHelpError":  # its help is already on screen
+        text = " ".join(exc.format_message().split())
+        ctx = getattr(exc, "ctx", None)
+        if ctx is not None:
+            text += f" (see `{ctx.command_path} --help`)"
+        err_console.print(f"error: {text}", highlight=False, markup=False)
+    raise SystemExit(exc.exit_code) from None
+
+
+def _filled(template: str, values: dict[str, Any]) -> str:
+    """`template` with `{option}` fields filled from the command's arguments."""
+    try:
+        return template.format_map(values)
+    except (KeyError, IndexError, ValueError):
+        return template
+
+
+def invalid_values(exc: ValidationError) -> ConfigError:
+    """A `ConfigError` naming each invalid value of a settings model a command built from its
+    options: the field as its option (`commission_rate` -> `--commission-rate`, the
+    commands' naming rule), the value given and the rule it breaks."""
+    parts = []
+    for item in exc.errors():
+        field = ".".join(str(x) for x in item["loc"])
+        name = "--" + field.replace("_", "-") if field else "a value"
+        given = item.get("input")
+        shown = "" if isinstance(given, dict | list) else f" {given!r}"
+        parts.append(f"{name}{shown}: {item['msg']}")
+    return ConfigError("invalid value: " + "; ".join(parts))
 
 
 MaxTokens = Annotated[

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import sys
 from collections.abc import Iterator, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -128,6 +129,20 @@ class LazyGroup(TyperGroup):
         if command is not None:
             _defer_tree(command, ctx)
         return name, command, rest
+
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        """Run the app; in standalone mode a usage error (unknown option, bad value, missing
+        argument) is one `error:` line naming the command's --help, exit code 2."""
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        from tradebench.cli.kit import usage_error_exit  # the kit renders every error
+
+        try:
+            code = super().main(*args, standalone_mode=False, **kwargs)
+        except Exception as exc:
+            usage_error_exit(exc)
+            raise
+        sys.exit(code if isinstance(code, int) else 0)
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         """The usual help, listing unloaded verbs by their summaries."""

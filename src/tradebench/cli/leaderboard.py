@@ -28,8 +28,10 @@ def leaderboard(
         ),
     ] = "t",
     confidence: Annotated[float, typer.Option(help="Two-sided coverage.")] = 0.95,
-    resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples.")] = 2_000,
-    seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
+    resamples: Annotated[
+        int, typer.Option(min=1, max=1_000_000, help="Bootstrap resamples.")
+    ] = 2_000,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the bootstrap.")] = 0,
     cutoff: Annotated[
         list[str] | None,
         typer.Option(

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from tradebench.cli.kit import console, exits_on_error
+from tradebench.errors import ProviderError
 
 app = typer.Typer(
     help="Talk to models: ping an endpoint, serve a small local model.\n\n"
@@ -26,7 +27,9 @@ def ping(
     api_key_env: Annotated[
         str | None, typer.Option("--api-key-env", help="Variable holding the key")
     ] = None,
-    timeout: Annotated[float, typer.Option(help="Per-attempt timeout, seconds")] = 60.0,
+    timeout: Annotated[
+        float, typer.Option(min=0.1, max=3600.0, help="Per-attempt timeout, seconds")
+    ] = 60.0,
 ) -> None:
     """One forced tool-call round trip; exits 1 unless a valid tool call came back.
 
@@ -50,7 +53,7 @@ def ping(
             markup=False,
         )
     if not result.valid:
-        raise typer.Exit(code=1)
+        raise ProviderError(f"{result.model}: no valid tool call came back ({result.error})")
 
 
 @app.command("serve-local")

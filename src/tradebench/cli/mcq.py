@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from tradebench.cli.kit import (
+    REPLIES_KEPT,
     AllowUnknownPrice,
     AllowWeakSandbox,
     MaxCostUsd,
@@ -112,7 +113,7 @@ def build_cmd(
         int | None, typer.Option(help="Fixed shares per buy (default: percent sizing).")
     ] = None,
     percent: Annotated[float, typer.Option(help="Percent of cash per buy.")] = 95.0,
-    seed: Annotated[int, typer.Option(help="Seed for everything random.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="Seed for everything random.")] = 0,
 ) -> None:
     """Build questions from real backtests and write them as JSONL.
 
@@ -232,7 +233,7 @@ def _model_configs(
 
 
 @app.command("eval")
-@exits_on_error
+@exits_on_error(interrupted=REPLIES_KEPT)
 def eval_cmd(
     path: Annotated[Path, typer.Argument(help="JSONL question file (from `mcq build`).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Results folder.")],
@@ -244,8 +245,12 @@ def eval_cmd(
         str | None, typer.Option(help="Endpoint root (OpenAI style includes /v1).")
     ] = None,
     mode: Annotated[str, typer.Option(help="no_tools, with_tools or agent.")] = "no_tools",
-    runs: Annotated[int, typer.Option(min=1, help="Samples per question (sample_index).")] = 1,
-    concurrency: Annotated[int, typer.Option(min=1, help="Questions solved at once.")] = 4,
+    runs: Annotated[
+        int, typer.Option(min=1, max=1000, help="Samples per question (sample_index).")
+    ] = 1,
+    concurrency: Annotated[
+        int, typer.Option(min=1, max=1024, help="Questions solved at once.")
+    ] = 4,
     reply_max_tokens: Annotated[
         int, typer.Option("--reply-max-tokens", min=1, help="Output cap per reply.")
     ] = 1024,
@@ -258,10 +263,10 @@ def eval_cmd(
         typer.Option(help="no_tools: 'letter' (one letter only) or 'reasoning' (think first)."),
     ] = "letter",
     max_tool_calls: Annotated[
-        int, typer.Option(min=0, help="with_tools: tool calls per question.")
+        int, typer.Option(min=0, max=1000, help="with_tools: tool calls per question.")
     ] = 40,
     sandbox_timeout: Annotated[
-        float, typer.Option(help="with_tools: seconds per tool call.")
+        float, typer.Option(min=0.1, max=3600.0, help="with_tools: seconds per tool call.")
     ] = 120.0,
     question_time: Annotated[
         float,
@@ -385,7 +390,7 @@ def report_cmd(
 
 
 @app.command("mine")
-@exits_on_error
+@exits_on_error(interrupted=REPLIES_KEPT)
 def mine_cmd(
     out: Annotated[Path, typer.Option("--out", "-o", help="Database folder (DB_DIR).")],
     generator: Annotated[str, typer.Option(help="provider:model that writes questions.")],
@@ -400,17 +405,25 @@ def mine_cmd(
     solver_base_url: Annotated[
         str | None, typer.Option(help="Endpoint root of the solver, if it differs.")
     ] = None,
-    rounds: Annotated[int, typer.Option(min=1, help="Generation rounds.")] = 1,
-    per_round: Annotated[int, typer.Option(min=1, help="Questions generated per round.")] = 1,
-    seed: Annotated[int, typer.Option(help="Base MCQ_SEED of the verification code.")] = 0,
+    rounds: Annotated[int, typer.Option(min=1, max=10_000, help="Generation rounds.")] = 1,
+    per_round: Annotated[
+        int, typer.Option(min=1, max=1000, help="Questions generated per round.")
+    ] = 1,
+    seed: Annotated[int, typer.Option(min=0, help="Base MCQ_SEED of the verification code.")] = 0,
     code_timeout: Annotated[
-        float, typer.Option(help="Seconds per run of the verification code.")
+        float, typer.Option(min=0.1, max=3600.0, help="Seconds per run of the verification code.")
     ] = 120.0,
-    solver_timeout: Annotated[float, typer.Option(help="Seconds per solver run_python.")] = 30.0,
-    max_tool_calls: Annotated[int, typer.Option(min=0, help="Solver run_python calls.")] = 8,
+    solver_timeout: Annotated[
+        float, typer.Option(min=0.1, max=3600.0, help="Seconds per solver run_python.")
+    ] = 30.0,
+    max_tool_calls: Annotated[
+        int, typer.Option(min=0, max=1000, help="Solver run_python calls.")
+    ] = 8,
     allow_weak_sandbox: AllowWeakSandbox = False,
-    concurrency: Annotated[int, typer.Option(min=1, help="Attempts processed at once.")] = 4,
-    history: Annotated[int, typer.Option(min=0, help="Earlier attempts shown.")] = 12,
+    concurrency: Annotated[
+        int, typer.Option(min=1, max=1024, help="Attempts processed at once.")
+    ] = 4,
+    history: Annotated[int, typer.Option(min=0, max=1000, help="Earlier attempts shown.")] = 12,
     reply_max_tokens: Annotated[
         int, typer.Option("--reply-max-tokens", min=1, help="Output cap per reply.")
     ] = 2048,

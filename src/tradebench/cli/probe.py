@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from tradebench.cli.kit import (
+    REPLIES_KEPT,
     AllowUnknownPrice,
     MaxCostUsd,
     MaxTokens,
@@ -52,8 +53,8 @@ def _config(cls: type[M], **fields: Any) -> M:
 def build(
     dataset: Annotated[Path, typer.Option("--dataset", help="Dataset folder.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Probe file to write (.jsonl).")],
-    n: Annotated[int, typer.Option("--n", min=1, help="Probes to draw.")] = 200,
-    seed: Annotated[int, typer.Option(help="Seed of the draw and the alias maps.")] = 0,
+    n: Annotated[int, typer.Option("--n", min=1, max=1_000_000, help="Probes to draw.")] = 200,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the draw and the alias maps.")] = 0,
     levels: Annotated[str, typer.Option(help="Mask levels, comma-separated.")] = "blinded",
     price_modes: Annotated[
         str, typer.Option("--price-modes", help="Price modes, comma-separated.")
@@ -89,7 +90,7 @@ def build(
 
 
 @app.command()
-@exits_on_error
+@exits_on_error(interrupted=REPLIES_KEPT)
 def run(
     probes: Annotated[Path, typer.Argument(help="Probe file from `probe build`.")],
     attacker: Annotated[
@@ -103,11 +104,11 @@ def run(
     reply_max_tokens: Annotated[
         int, typer.Option("--reply-max-tokens", min=8, help="Output cap per reply.")
     ] = 256,
-    concurrency: Annotated[int, typer.Option(min=1, help="LLM loops in flight.")] = 4,
-    retries: Annotated[int, typer.Option(min=0, help="Retries of an invalid reply.")] = 2,
+    concurrency: Annotated[int, typer.Option(min=1, max=1024, help="LLM loops in flight.")] = 4,
+    retries: Annotated[int, typer.Option(min=0, max=100, help="Retries of an invalid reply.")] = 2,
     temperature: Annotated[float, typer.Option(help="LLM sampling temperature.")] = 0.0,
     sample_seed: Annotated[
-        int, typer.Option("--seed", help="LLM sample: provider seed and cache key.")
+        int, typer.Option("--seed", min=0, help="LLM sample: provider seed and cache key.")
     ] = 0,
     cache: Annotated[Path | None, typer.Option(help="Response cache file.")] = None,
     cache_mode: Annotated[str, typer.Option(help="readwrite, replay or off.")] = "readwrite",

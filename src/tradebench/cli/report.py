@@ -16,7 +16,7 @@ def report(
     samples: Annotated[
         int, typer.Option(min=0, help="Order rationales sampled per mask level.")
     ] = 5,
-    seed: Annotated[int, typer.Option(help="Seed of the rationale sample.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the rationale sample.")] = 0,
 ) -> None:
     """Write RUN_DIR/report.html: equity curves, metric panel, mode x mask matrix,
     rejections, tokens and cost, sampled rationales (plotly embedded, no network).

@@ -38,7 +38,10 @@ def parse_agent_args(pairs: list[str]) -> dict[str, object]:
     return out
 
 
-@exits_on_error
+@exits_on_error(
+    interrupted="interrupted (Ctrl-C): nothing was written to {out} (a backtest writes its "
+    "folder when it ends); rerun the command to start again"
+)
 def backtest(
     dataset: Annotated[Path, typer.Option(help="Dataset folder (see `tradebench data`).")],
     agent: Annotated[
@@ -55,7 +58,8 @@ def backtest(
 ) -> None:
     """Backtest one agent under the dataset market's rules and write the run folder.
 
-    Writes steps.parquet, positions.parquet, orders.parquet and metrics.json (plus run.json).
+    Writes steps.parquet, positions.parquet, orders.parquet and metrics.json (plus run.json);
+    `tradebench report OUT` reports it as a one-episode run.
 
     Example: tradebench backtest --dataset data/cn --agent equal_weight --start 2024-01-02
     --end 2024-06-28 --out runs/ew -A every=5
@@ -85,13 +89,16 @@ def backtest(
         metrics = backtest_to_folder(
             request, on_step=lambda i, n: bar.update(task, completed=i, total=n)
         )
-    console.print(f"wrote [bold]{out}[/]")
+    console.print(f"wrote [bold]{out}[/]  (next: tradebench report {out})")
     for key in ("total_return", "sharpe", "max_drawdown", "information_ratio", "cash_ratio"):
         value = metrics.get(key)
         console.print(f"  {key:>18}: {'-' if value is None else f'{value:.4f}'}")
 
 
-@exits_on_error
+@exits_on_error(
+    interrupted="interrupted (Ctrl-C): finished episodes, every completed step and the spend "
+    "are saved in {out}; rerun the same command to resume (cached replies are free)"
+)
 def run(
     spec: Annotated[Path, typer.Argument(help="Run spec (YAML); see examples/.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Run folder (rerun to resume).")],

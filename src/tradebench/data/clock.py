@@ -52,7 +52,7 @@ def to_day(value: DayLike) -> np.datetime64:
     """
     try:
         return np.datetime64(pd.Timestamp(value).date(), "D")
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, OverflowError, NotImplementedError) as exc:
         raise ConfigError(f"{value!r} is not a date ({exc}); use YYYY-MM-DD") from None
 
 

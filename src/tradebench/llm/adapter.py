@@ -94,13 +94,16 @@ class HttpChatModel(ABC):
         *,
         limiter: RateLimiter | None = None,
         retry: RetryPolicy | None = None,
+        replay: bool = False,
     ) -> None:
-        """Resolve the key now (fail fast); the SDK client is made on first use."""
+        """Resolve the key now (fail fast); the SDK client is made on first use. With
+        `replay` (a cache that only replays) nothing is ever sent, so no key is needed."""
         self.config = config
         self.stats = FaultStats()
         self._limiter = limiter
         self._retry = retry or RetryPolicy()
-        self._api_key = resolve_api_key(config, self.default_key_env)
+        self._replay = replay
+        self._api_key = NO_KEY if replay else resolve_api_key(config, self.default_key_env)
         self.redactor = Redactor.from_env(extra=[self._api_key])
         self._clients: list[Any] = []
         self._client_loop: asyncio.AbstractEventLoop | None = None
@@ -113,6 +116,8 @@ class HttpChatModel(ABC):
         turn from `CLIENT_SHARDS`: the HTTP pool scans every connection it holds for each
         request it places, so many episodes in flight on one pool cost O(connections) per
         call; shards keep each pool small."""
+        if self._replay:
+            raise ConfigError(f"{self.config.label}: replay mode sends no request")
         loop = asyncio.get_running_loop()
         if self._client_loop is not loop or not self._clients:
             self._clients = [self._make_client(self._api_key) for _ in range(CLIENT_SHARDS)]
@@ -236,10 +241,18 @@ class HttpChatModel(ABC):
         if status in RETRYABLE_STATUS:
             retry_after = parse_retry_after(dict(response.headers))
             return TransientFault(status_kind(status), detail, retry_after)
-        return ProviderError(
-            f"{self.config.label}: {detail}. Check the model name, base_url and the key in "
-            f"{self.config.api_key_env or self.default_key_env}."
-        )
+        if status not in (401, 403):
+            hint = "Check the model name and base_url."
+        elif self._api_key == NO_KEY:
+            hint = (
+                "No API key was sent (a custom base_url without api_key_env): name the "
+                "environment variable holding this endpoint's key in api_key_env "
+                "(--api-key-env on the command line)."
+            )
+        else:
+            env = self.config.api_key_env or self.default_key_env
+            hint = f"Check the key in {env} and that it may use this model."
+        return ProviderError(f"{self.config.label}: {detail}. {hint}")
 
     def _excerpt(self, text: str, limit: int = 200) -> str:
         """A redacted, shortened piece of a body for error messages."""

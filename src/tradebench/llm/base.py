@@ -106,7 +106,8 @@ def get_model(
         retry: Retry policy for transient faults; None = the default policy.
 
     Raises:
-        ConfigError: Unknown provider, bad shorthand, or a missing API key variable.
+        ConfigError: Unknown provider, bad shorthand, or a missing API key variable (not
+            needed, and not read, when `cache` only replays).
     """
     cfg = ModelConfig.parse(config) if isinstance(config, str) else config
     loader = _PROVIDERS.get(cfg.provider)
@@ -115,7 +116,8 @@ def get_model(
             f"unknown provider {cfg.provider!r}; known: {', '.join(registered_providers())}"
         )
     limiter = RateLimiter(limits) if isinstance(limits, Limits) else limits
-    model: ChatModel = loader()(cfg, limiter=limiter, retry=retry or RetryPolicy())
+    replay = {"replay": True} if cache is not None and cache.mode == "replay" else {}
+    model: ChatModel = loader()(cfg, limiter=limiter, retry=retry or RetryPolicy(), **replay)
     if budget is not None:
         model = BudgetedModel(model, budget)
     if cache is not None:

@@ -150,7 +150,13 @@ class ResponseCache:
 
     def _connect(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, timeout=60.0, check_same_thread=False)
+        try:
+            conn = sqlite3.connect(self.path, timeout=60.0, check_same_thread=False)
+        except sqlite3.Error as exc:  # a folder, or a place no file can be made
+            raise DataError(
+                f"{self.path} cannot hold a reply cache ({exc}); point the cache at a file "
+                "(spec `cache.path`, --cache)"
+            ) from None
         try:
             conn.execute("PRAGMA busy_timeout=60000")
             conn.execute("PRAGMA journal_mode=WAL")

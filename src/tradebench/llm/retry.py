@@ -109,7 +109,8 @@ def _give_up(label: str, attempt: int, fault: TransientFault, stats: FaultStats)
     llm_logger().warning("%s attempt %d failed for good: %s", label, attempt, fault)
     return ProviderError(
         f"{label}: gave up after {attempt} attempts; last fault {fault}. "
-        "Check that the endpoint is up, or raise RetryPolicy.max_attempts."
+        "Check that the endpoint is up and reachable; a run spec's agent entry can allow "
+        "more attempts (max_attempts) and a longer wait per attempt (timeout_s)."
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -21,6 +22,29 @@ ToolChoice = Literal["auto", "none", "required"] | str
 ToolProtocol = Literal["auto", "native", "text"]
 PROVIDERS = ("openai", "anthropic")
 _SECRET_KEY = re.compile(r"(?i)(api[-_]?key|authorization|secret|password|bearer|access[-_]?token)")
+
+
+def check_base_url(value: str | None) -> str | None:
+    """`value` when it is an http(s) URL with a host (or None): a URL that can never be
+    reached is refused when it is read, not retried against.
+
+    Raises:
+        ValueError: `value` has another scheme, no host, or does not parse.
+    """
+    if value is None:
+        return None
+    try:
+        parts = urlsplit(value)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+        parts.port  # noqa: B018  (raises on a port that is not a number)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(
+            f"base_url {value!r} is not an http(s) URL with a host; write it like "
+            "http://127.0.0.1:8080/v1"
+        )
+    return value
 
 
 class ToolCall(BaseModel):
@@ -187,8 +211,8 @@ class ModelConfig(BaseModel):
     api_key_env: str | None = None
     """Name of the environment variable holding the key (default `OPENAI_API_KEY` /
     `ANTHROPIC_API_KEY`)."""
-    temperature: float = 0.0
-    """Sampling temperature."""
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    """Sampling temperature (0 to 2, the widest range a provider accepts)."""
     max_tokens: int = 1024
     """Cap on output tokens per reply."""
     extra: dict[str, Any] = Field(default_factory=dict)
@@ -199,6 +223,11 @@ class ModelConfig(BaseModel):
     text: for servers whose chat template drops tools), or `auto`: native, except that a
     custom `base_url` is probed once for a template that drops tools or the system turn,
     and gets `text` (and the system text folded into the first user turn) if so."""
+
+    @field_validator("base_url")
+    @classmethod
+    def _reachable(cls, value: str | None) -> str | None:
+        return check_base_url(value)
 
     @field_validator("extra")
     @classmethod

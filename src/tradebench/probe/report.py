@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 
+from tradebench.files import write_parquet_atomic, write_text_atomic
 from tradebench.probe.results import GROUP, SUMMARY_FILE, load_results, load_run_meta, summarise
 from tradebench.report.html import Section, note, render_page, table
 from tradebench.report.probe_section import probe_section
@@ -89,7 +90,7 @@ def build_probe_report(results_dir: Path, out: Path | None = None) -> Path:
     results_dir = Path(results_dir)
     results = load_results(results_dir)
     summary = summarise(results)
-    summary.to_parquet(results_dir / SUMMARY_FILE, index=False)
+    write_parquet_atomic(summary, results_dir / SUMMARY_FILE, index=False)
     sections = [
         _overview(load_run_meta(results_dir), results),
         probe_section(summary, failure_table(results), title="Recovery"),
@@ -97,8 +98,7 @@ def build_probe_report(results_dir: Path, out: Path | None = None) -> Path:
         Section("Definitions", note(DEFINITIONS)),
     ]
     path = Path(out) if out is not None else results_dir / REPORT_FILE
-    path.write_text(
-        render_page("De-anonymisation probe", sections, f"results: {results_dir.resolve()}"),
-        encoding="utf-8",
+    write_text_atomic(
+        path, render_page("De-anonymisation probe", sections, f"results: {results_dir.resolve()}")
     )
     return path

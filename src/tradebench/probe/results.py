@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from tradebench.errors import ConfigError, DataError
+from tradebench.files import write_parquet_atomic, write_text_atomic
 from tradebench.metrics.stats import wilson_interval
 from tradebench.probe.attempt import Attempt
 from tradebench.probe.scoring import Baselines, ProbeScore, random_baselines, score_guess
@@ -155,9 +156,10 @@ def write_results(out_dir: Path, label: str, rows: pd.DataFrame, meta: dict[str,
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"results-{slug(label)}.parquet"
-    rows.to_parquet(path, index=False)
-    (out_dir / f"run-{slug(label)}.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
-    summarise(load_results(out_dir)).to_parquet(out_dir / SUMMARY_FILE, index=False)
+    write_parquet_atomic(rows, path, index=False)
+    meta_text = json.dumps(meta, indent=2, default=str) + "\n"
+    write_text_atomic(out_dir / f"run-{slug(label)}.json", meta_text)
+    write_parquet_atomic(summarise(load_results(out_dir)), out_dir / SUMMARY_FILE, index=False)
     return path
 
 

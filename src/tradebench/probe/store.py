@@ -38,12 +38,19 @@ def read_probe_set(path: Path) -> ProbeSet:
 
     Raises:
         ConfigError: The file does not exist.
-        DataError: A line is not valid JSON or not a valid header / probe.
+        DataError: The file is not UTF-8 text, or a line is not valid JSON or not a valid
+            header / probe.
     """
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"{path} not found; build one with `tradebench probe build`")
-    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise DataError(
+            f"{path} is not a probe file (not UTF-8 text); build one with `tradebench probe build`"
+        ) from None
+    lines = [line for line in text.splitlines() if line.strip()]
     if not lines:
         raise DataError(f"{path} is empty; rebuild it with `tradebench probe build`")
     try:

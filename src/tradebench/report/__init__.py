@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from tradebench.files import write_text_atomic
 from tradebench.report.html import Section, render_page
 from tradebench.report.load import RunData, load_run
 from tradebench.report.sections import DEFAULT_SECTIONS, ReportOptions, SectionBuilder
@@ -60,5 +61,5 @@ def build_report(
     """
     run = load_run(Path(run_dir))
     out = run.run_dir / REPORT_FILE
-    out.write_text(render_report(run, options, sections), encoding="utf-8")
+    write_text_atomic(out, render_report(run, options, sections))
     return out

@@ -30,6 +30,7 @@ from tradebench.runs.store import read_parquet, read_run_record, read_table
 from tradebench.runs.summary import (
     episode_dirs,
     initial_cash,
+    is_backtest_folder,
     normalise_summary,
     summarise_episodes,
 )
@@ -83,7 +84,9 @@ class RunData:
         return self.run_dir.resolve().name
 
     def episode_dir(self, episode_id: str) -> Path:
-        """The folder of one episode."""
+        """The folder of one episode (a backtest folder is its own only episode)."""
+        if is_backtest_folder(self.run_dir):
+            return self.run_dir
         return episode_folder(self.run_dir, episode_id)
 
 
@@ -167,7 +170,8 @@ def load_run(run_dir: Path) -> RunData:
     if summary.empty:
         raise ConfigError(
             f"run folder {run_dir} has no episodes (no {EPISODES_DIR}/<id>/ folders and no "
-            f"rows in {SUMMARY_FILE}); run `tradebench run` first or pass another folder"
+            f"rows in {SUMMARY_FILE}); run `tradebench run` or `tradebench backtest` first, "
+            "or pass another folder"
         )
     spec = read_spec(run_dir)
     by_id = {d.name: d for d in dirs}

@@ -7,6 +7,7 @@ position and order tables, `metrics.json` (the metric panel) and `run.json` (`Ru
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,7 @@ from tradebench.agents import baselines  # noqa: F401  (registers the rule agent
 from tradebench.agents.factor import agent as _factor  # noqa: F401  (registers factor models)
 from tradebench.agents.protocol import AGENTS, Agent
 from tradebench.data.dataset import Dataset, load_dataset
+from tradebench.errors import ConfigError
 from tradebench.market.rules import MarketRules
 from tradebench.metrics.panel import compute_panel
 from tradebench.registry import Spec
@@ -38,6 +40,14 @@ class BacktestRequest:
     out: Path
     initial_cash: float = 1_000_000.0
     agent_args: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """Refuse a start capital that is not a positive amount (returns divide by it)."""
+        if not (math.isfinite(self.initial_cash) and self.initial_cash > 0):
+            raise ConfigError(
+                f"initial cash {self.initial_cash:g} is not a positive amount; "
+                "give the start capital, e.g. --initial-cash 1000000"
+            )
 
 
 def score(result: BacktestResult) -> dict[str, Any]:

@@ -63,9 +63,16 @@ def trading_days(panel: Panel, start: str, end: str) -> np.ndarray:
             f"({panel.dates[0]} .. {panel.dates[-1]})"
         )
     if idx[0] == 0:
+        first = panel.dates[0]
+        when = "on" if lo == first else "before"
+        later = (
+            f"start on {panel.dates[1]} or later"
+            if len(panel.dates) > 1
+            else "the dataset has a single day"
+        )
         raise ConfigError(
-            f"{start} is the dataset's first day: a decision needs one day of "
-            "history; start one trading day later"
+            f"the window {start} .. {end} starts {when} the dataset's first day {first}: a "
+            f"decision needs one day of history; {later}"
         )
     return idx
 

@@ -23,7 +23,7 @@ from tradebench.data.synth import SynthConfig, synthesize
 from tradebench.errors import ConfigError
 from tradebench.llm.observed import ObservedModel
 from tradebench.runs.dataset_cache import cached_dataset
-from tradebench.runs.guard import check_spec, die_with_parent, run_lock
+from tradebench.runs.guard import check_folder, die_with_parent, run_lock, write_guard
 from tradebench.runs.models import ModelPool
 from tradebench.runs.progress import RunProgress
 from tradebench.runs.protocol import Benchmark, EpisodeContext, EpisodeRef
@@ -31,7 +31,6 @@ from tradebench.runs.ray_executor import RayRun, run_on_ray
 from tradebench.runs.records import (
     BUDGET_FILE,
     CACHE_FILE,
-    SPEC_FILE,
     EpisodeRecord,
     episode_folder,
 )
@@ -95,9 +94,10 @@ def plan(benchmark: Benchmark, spec: RunSpec, run_dir: Path, add_cells: bool = F
     dataset = resolve_dataset(spec.dataset, run_dir)
     modes = list(spec.modes) or list(benchmark.modes)
     resolved = spec.model_copy(update={"options": options.model_dump(mode="json"), "modes": modes})
-    check_spec(run_dir, resolved, add_cells)
-    (run_dir / SPEC_FILE).write_text(resolved.dump(), encoding="utf-8")
-    episodes = benchmark.expand(resolved, options, cached_dataset(str(dataset)))
+    data = cached_dataset(str(dataset))
+    check_folder(run_dir, resolved, data.manifest, add_cells)
+    episodes = benchmark.expand(resolved, options, data)
+    write_guard(run_dir, resolved, data.manifest)  # only a spec that expanded claims the folder
     todo = [ep for ep in episodes if not is_done(episode_folder(run_dir, ep.id))]
     return Plan(resolved, dataset, options, episodes, todo)
 

@@ -1,10 +1,14 @@
 """Run folders are safe to share and to rerun: one writer at a time, and a rerun only with the
-spec the folder was written with (or an explicit request to add new cells).
+spec, the data and the code the folder was written with (or an explicit request to add new
+cells).
 
 A run folder holds an exclusive lock while a run writes it (`RUN_DIR/.lock`, holding the
 writer's pid); a second `tradebench run` on it stops with a message naming that pid. The
-resolved `spec.yaml` is the folder's identity: a rerun whose spec differs in anything that
-changes results is refused with the differing keys listed. Transport settings (endpoints,
+resolved `spec.yaml` and `guard.json` are the folder's identity: a rerun whose spec differs in
+anything that changes results is refused with the differing keys listed, and so is one whose
+dataset's manifest (its tables' checksums and market fields) or `RESULTS_VERSION` differs, so
+finished episodes and new ones never mix data or code. Either file unreadable refuses the run
+in one line: without it the folder cannot say what it holds. Transport settings (endpoints,
 key variables, timeouts, concurrency, the executor, the cache's location and mode, the
 budget's caps) may change between reruns: they change how a run reaches its models, not
 what it computes.
@@ -15,20 +19,30 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import fcntl
+import hashlib
 import os
+import shutil
 import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import yaml
+from pydantic import BaseModel, ConfigDict, Field
 
+import tradebench
+from tradebench.data.schema import Manifest
 from tradebench.errors import ConfigError
+from tradebench.files import read_model, write_text_atomic
 from tradebench.runs.records import SPEC_FILE
 from tradebench.runs.spec import RunSpec
 
 LOCK_FILE = ".lock"
+GUARD_FILE = "guard.json"
+RESULTS_VERSION = 1
+"""Version of what a run computes from the same spec and data; raised by a change that alters
+the results of existing episodes (a fill rule, a metric, a prompt), so that a folder written
+before it is not resumed by code that would compute its remaining episodes differently."""
 TRANSPORT_KEYS = frozenset({"concurrency", "budget", "cache", "executor"})
 """Top-level spec keys a rerun may change."""
 AGENT_TRANSPORT_KEYS = frozenset({"base_url", "api_key_env", "timeout_s", "max_attempts"})
@@ -38,14 +52,47 @@ GRID_AXES = ("windows", "modes", "masks", "seeds", "agents")
 _PR_SET_PDEATHSIG = 1
 
 
+class FolderGuard(BaseModel):
+    """`RUN_DIR/guard.json`: the data and code version a run folder was written with."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_version: int = Field(default=1, description="layout of this file")
+    dataset_manifest_sha256: str = Field(
+        description="sha256 of the dataset's canonical manifest (its tables' checksums, "
+        "market, currency, price basis, index symbol)"
+    )
+    results_version: int = Field(description="`RESULTS_VERSION` of the code that wrote it")
+    tradebench_version: str = Field(description="package version that wrote it (shown only)")
+
+
+def manifest_sha256(manifest: Manifest) -> str:
+    """sha256 of a dataset manifest's canonical JSON: it changes with any table's content."""
+    return hashlib.sha256(manifest.model_dump_json().encode("utf-8")).hexdigest()
+
+
 @contextlib.contextmanager
 def run_lock(run_dir: Path) -> Iterator[None]:
-    """Hold the run folder's exclusive lock for the duration of a run.
+    """Hold the run folder's exclusive lock for the duration of a run. A folder this call
+    created is removed again when the run fails before writing anything into it, so a
+    refused spec leaves no trace at its `--out`.
 
     Raises:
         ConfigError: Another process holds it (its pid is named).
     """
+    created = not run_dir.exists()
     run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        with _locked(run_dir):
+            yield
+    except BaseException:
+        if created and [p.name for p in run_dir.iterdir()] == [LOCK_FILE]:
+            shutil.rmtree(run_dir, ignore_errors=True)
+        raise
+
+
+@contextlib.contextmanager
+def _locked(run_dir: Path) -> Iterator[None]:
     path = run_dir / LOCK_FILE
     with path.open("a+", encoding="utf-8") as fh:
         try:
@@ -105,21 +152,67 @@ def _only_additions(old: dict[str, Any], new: dict[str, Any]) -> bool:
     return all(a.get(k) == b.get(k) for k in rest)
 
 
+GUARD_FIX = (
+    "it records what this run folder was written with, so the folder cannot be resumed "
+    "safely: restore it, or run into a new --out folder"
+)
+
+
+def check_folder(run_dir: Path, spec: RunSpec, manifest: Manifest, add_cells: bool = False) -> None:
+    """Refuse to write into a folder written with another spec, dataset or results version.
+
+    Raises:
+        ConfigError: `spec.yaml` or `guard.json` is unreadable; the spec differs in a key that
+            changes results (listed) other than by adding cells with `add_cells`; the
+            dataset's manifest or the results version differs from the folder's.
+    """
+    path = run_dir / GUARD_FILE
+    guard = read_model(path, FolderGuard, "run folder guard", GUARD_FIX) if path.exists() else None
+    check_spec(run_dir, spec, add_cells)
+    if guard is None:
+        return  # a new folder, or one written before the guard file existed
+    digest = manifest_sha256(manifest)
+    if guard.dataset_manifest_sha256 != digest:
+        raise ConfigError(
+            f"{run_dir} was written with other data: dataset {spec.dataset} has changed since "
+            f"(manifest sha256 {guard.dataset_manifest_sha256[:12]} then, {digest[:12]} now), "
+            "so finished episodes and new ones would use different data: run into a new --out "
+            "folder, or restore the dataset"
+        )
+    if guard.results_version != RESULTS_VERSION:
+        raise ConfigError(
+            f"{run_dir} was written by tradebench {guard.tradebench_version} (results version "
+            f"{guard.results_version}); this one computes results version {RESULTS_VERSION}, "
+            "so its new episodes would not match the finished ones: run into a new --out folder"
+        )
+
+
+def write_guard(run_dir: Path, spec: RunSpec, manifest: Manifest) -> None:
+    """Write the resolved `spec.yaml` and `guard.json`, each whole or not at all."""
+    guard = FolderGuard(
+        dataset_manifest_sha256=manifest_sha256(manifest),
+        results_version=RESULTS_VERSION,
+        tradebench_version=tradebench.__version__,
+    )
+    write_text_atomic(run_dir / GUARD_FILE, guard.model_dump_json(indent=2) + "\n")
+    write_text_atomic(run_dir / SPEC_FILE, spec.dump())
+
+
 def check_spec(run_dir: Path, spec: RunSpec, add_cells: bool = False) -> None:
     """Refuse to write a changed spec into a folder written with another one.
 
     Raises:
-        ConfigError: The spec differs in a key that changes results (listed), and the
-            change is not a pure addition of cells with `add_cells` set.
+        ConfigError: `spec.yaml` is unreadable, or the spec differs in a key that changes
+            results (listed), and the change is not a pure addition of cells with
+            `add_cells` set.
     """
     path = run_dir / SPEC_FILE
     if not path.exists():
         return
     try:
-        old = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError:
-        return  # an unreadable spec is rewritten; the episodes keep their own records
-    old = RunSpec.model_validate(old).model_dump(mode="json")
+        old = RunSpec.load(path).model_dump(mode="json")
+    except ConfigError as exc:
+        raise ConfigError(f"{exc}; {GUARD_FIX}") from None
     new = spec.model_dump(mode="json")
     keys = differing_keys(old, new)
     if not keys or (add_cells and _only_additions(old, new)):

@@ -20,6 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tradebench.files import write_text_atomic
 from tradebench.runs.records import PROGRESS_FILE, TRACE_FILE, TRACE_ZST_FILE
 from tradebench.runs.trace import expand_trace
 
@@ -99,6 +100,4 @@ class Journal:
 
     @staticmethod
     def _rewrite(path: Path, lines: list[dict[str, Any]]) -> None:
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text("".join(_dumps(x) for x in lines), encoding="utf-8")
-        tmp.replace(path)
+        write_text_atomic(path, "".join(_dumps(x) for x in lines))

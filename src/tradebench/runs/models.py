@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from tradebench.errors import BudgetExceeded
+from tradebench.files import read_model, write_text_atomic
 from tradebench.llm.base import ChatModel, get_model
 from tradebench.llm.budget import Budget, BudgetConfig, BudgetState
 from tradebench.llm.cache import CacheMode, ResponseCache
@@ -70,7 +71,13 @@ class ModelPool:
         self.budget_file = budget_file
         state = None
         if budget_file is not None and budget_file.exists():
-            state = BudgetState.model_validate_json(budget_file.read_text(encoding="utf-8"))
+            state = read_model(
+                budget_file,
+                BudgetState,
+                "record of spend",
+                "it holds the tokens and cost spent so far: restore it, or delete it to count "
+                "the spend from zero (cached replies stay free)",
+            )
         self.budget = Budget(budget or BudgetConfig(), state)
         self.cache: ResponseCache | None = None
         if cache_mode != "off" and cache_path is not None:
@@ -139,7 +146,7 @@ class ModelPool:
         if self.budget_file is not None:
             self.budget_file.parent.mkdir(parents=True, exist_ok=True)
             text = self.budget.snapshot().model_dump_json(indent=2) + "\n"
-            self.budget_file.write_text(text, encoding="utf-8")
+            write_text_atomic(self.budget_file, text)
 
     def close(self) -> None:
         """Save the spend and close the cache."""

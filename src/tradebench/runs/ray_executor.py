@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from tradebench.errors import BudgetExceeded, TradebenchError
-from tradebench.files import write_bytes_atomic
+from tradebench.files import read_model, write_bytes_atomic, write_text_atomic
 from tradebench.llm.budget import BudgetState
 from tradebench.runs.journal import Journal
 from tradebench.runs.models import BudgetStop, first_error
@@ -252,11 +252,17 @@ def _steps(checkpoint: dict[str, bytes]) -> int:
 def _saved_budget(path: Path) -> BudgetState | None:
     if not path.exists():
         return None
-    return BudgetState.model_validate_json(path.read_text(encoding="utf-8"))
+    return read_model(
+        path,
+        BudgetState,
+        "record of spend",
+        "it holds the tokens and cost spent so far: restore it, or delete it to count the "
+        "spend from zero (cached replies stay free)",
+    )
 
 
 def _save_budget(path: Path, state: BudgetState) -> None:
-    path.write_text(state.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    write_text_atomic(path, state.model_dump_json(indent=2) + "\n")
 
 
 async def run_on_ray(

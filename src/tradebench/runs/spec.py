@@ -13,12 +13,19 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from tradebench.errors import ConfigError
 from tradebench.llm.budget import BudgetConfig
 from tradebench.llm.retry import RetryPolicy
-from tradebench.llm.types import ModelConfig, ToolProtocol
+from tradebench.llm.types import ModelConfig, ToolProtocol, check_base_url
 from tradebench.masking import MASK_LEVELS, MaskLevel
 
 SPEC_VERSION = 2
@@ -75,7 +82,7 @@ class AgentEntry(BaseModel):
     model: str | None = None
     base_url: str | None = None
     api_key_env: str | None = Field(default=None, description="env var holding the key")
-    temperature: float = 0.0
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(default=1024, ge=16)
     extra: dict[str, Any] = Field(default_factory=dict)
     tool_protocol: ToolProtocol = Field(
@@ -110,6 +117,11 @@ class AgentEntry(BaseModel):
     def is_llm(self) -> bool:
         """True for a model-backed agent."""
         return self.model is not None
+
+    @field_validator("base_url")
+    @classmethod
+    def _reachable(cls, value: str | None) -> str | None:
+        return check_base_url(value)
 
     def retry_policy(self) -> RetryPolicy | None:
         """This agent's retry policy when the spec sets one of its limits, else None."""

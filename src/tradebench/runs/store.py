@@ -11,6 +11,7 @@ import pandas as pd
 import pyarrow as pa
 
 from tradebench.errors import DataError
+from tradebench.files import write_parquet_atomic, write_text_atomic
 from tradebench.runs.engine import BacktestResult
 from tradebench.runs.records import (
     EPISODE_FILE,
@@ -42,7 +43,7 @@ def _jsonable(value: Any) -> Any:
 def write_json(path: Path, payload: dict[str, Any]) -> None:
     """Write JSON with NaN/inf as null, keys sorted, so files are stable and portable."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(_jsonable(payload), indent=2, sort_keys=True) + "\n")
+    write_text_atomic(path, json.dumps(_jsonable(payload), indent=2, sort_keys=True) + "\n")
 
 
 def read_json(path: Path) -> dict[str, Any]:
@@ -101,10 +102,10 @@ def write_run(
     """Write the three tables, `metrics.json` and `run.json` of a broker backtest."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    result.steps.to_parquet(out / STEPS_FILE, index=False)
-    result.positions.to_parquet(out / POSITIONS_FILE, index=False)
-    result.orders.to_parquet(out / ORDERS_FILE, index=False)
-    (out / METRICS_FILE).write_text(json.dumps(_jsonable(metrics), indent=2) + "\n")
+    write_parquet_atomic(result.steps, out / STEPS_FILE, index=False)
+    write_parquet_atomic(result.positions, out / POSITIONS_FILE, index=False)
+    write_parquet_atomic(result.orders, out / ORDERS_FILE, index=False)
+    write_text_atomic(out / METRICS_FILE, json.dumps(_jsonable(metrics), indent=2) + "\n")
     write_json(out / RUN_FILE, record.model_dump(mode="json"))
 
 

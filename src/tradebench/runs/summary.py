@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from tradebench.errors import ConfigError, DataError
+from tradebench.files import write_parquet_atomic
 from tradebench.masking import MASK_LEVELS
 from tradebench.metrics.reliability import FAULT_COLUMNS, FAULT_COUNT_COLUMNS
 from tradebench.runs.records import (
@@ -26,6 +27,7 @@ from tradebench.runs.records import (
     KINDS,
     METRICS_FILE,
     NOT_APPLICABLE,
+    RUN_FILE,
     STATUSES,
     STEPS_FILE,
     SUMMARY_FILE,
@@ -101,13 +103,28 @@ __all__ = [
 ]
 
 
+def is_backtest_folder(run_dir: Path) -> bool:
+    """Whether `run_dir` is the folder `tradebench backtest` writes: one episode's tables and
+    `run.json` at its top, no `episodes/`."""
+    run_dir = Path(run_dir)
+    return (
+        not (run_dir / EPISODES_DIR).is_dir()
+        and (run_dir / RUN_FILE).is_file()
+        and (run_dir / STEPS_FILE).is_file()
+    )
+
+
 def episode_dirs(run_dir: Path) -> list[Path]:
-    """The run's episode folders, sorted by id; raises when the run folder is missing."""
+    """The run's episode folders, sorted by id (a backtest folder is its own one episode);
+    raises when the run folder is missing."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise ConfigError(
-            f"run folder {run_dir} does not exist; pass the folder `tradebench run` wrote"
+            f"run folder {run_dir} does not exist; pass the folder `tradebench run` or "
+            "`tradebench backtest` wrote"
         )
+    if is_backtest_folder(run_dir):
+        return [run_dir.resolve()]
     root = run_dir / EPISODES_DIR
     if not root.is_dir():
         return []
@@ -265,7 +282,5 @@ def write_summary(run_dir: Path, metrics: RowBuilder = default_metrics) -> Path:
         ConfigError: `run_dir` does not exist.
     """
     path = Path(run_dir) / SUMMARY_FILE
-    partial = path.with_suffix(".parquet.partial")
-    summarise_episodes(run_dir, metrics).to_parquet(partial, index=False)
-    partial.replace(path)  # atomic: a reader never sees half a file
+    write_parquet_atomic(summarise_episodes(run_dir, metrics), path, index=False)
     return path

@@ -16,7 +16,9 @@ uses the standard library only. Its steps, in order:
    holding the program's files; Landlock (writes only beneath the working directory, reads
    only beneath the read roots, no TCP, no signals or abstract sockets out); rlimits; a
    seccomp filter (native architecture only; no fork, no Unix or other local sockets, no
-   io_uring, no ptrace, no mounts or namespaces, no chmod/chown/utime/xattr changes).
+   io_uring, no ptrace, no mounts or namespaces, no chmod/chown/utime/xattr changes, and no
+   memory outside the address space that RLIMIT_AS caps: memfd, SysV shared memory and
+   message queues, POSIX message queues).
 4. The child writes the layers that took effect on REPORT_FD, which is closed before `execve`,
    so the program cannot change what is reported; then it execs the interpreter on main.py.
 
@@ -71,6 +73,9 @@ _NR_DENIED = {
     "metadata": (90, 91, 268, 452, 92, 93, 94, 260, 132, 235, 261, 280),  # chmod/chown/utime
     "xattr": (188, 189, 190, 197, 198, 199, 463, 466),
     "kernel": (248, 249, 250, 298, 321, 323),  # keys, perf, bpf, userfaultfd
+    # memory RLIMIT_AS does not count: memfd_create, memfd_secret, SysV shmget and msgget,
+    # POSIX mq_open (files in /dev/shm are outside Landlock's write roots)
+    "unaccounted-memory": (319, 447, 29, 68, 240),
 }
 
 
@@ -81,7 +86,9 @@ def _libc() -> ctypes.CDLL:
 def syscall_filter(allow_subprocesses: bool) -> list[tuple[int, int, int, int]]:
     """The BPF program: a foreign architecture or the x32 ABI kills the process; process
     creation (unless allowed), non-IP sockets, io_uring, ptrace, mounts and namespaces,
-    metadata changes and a few kernel interfaces fail with EPERM; the rest is allowed."""
+    metadata changes, memory the address-space cap does not count (memfd, SysV shared memory
+    and message queues, POSIX message queues) and a few kernel interfaces fail with EPERM; the
+    rest is allowed."""
     prog: list[tuple[int, int, int, int]] = [
         (_LD_W_ABS, 0, 0, 4),  # arch
         (_JEQ_K, 1, 0, _AUDIT_ARCH_X86_64),

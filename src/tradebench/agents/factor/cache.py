@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tradebench.agents.factor.fork import openmp_guard
+from tradebench.files import write_text_atomic
 
 __all__ = [
     "CachedModel",
@@ -79,7 +80,7 @@ def save_model(folder: Path, key: str, cached: CachedModel) -> Path:
         pickle.dump(cached, fh, protocol=pickle.HIGHEST_PROTOCOL)
     partial.replace(path)  # concurrent writers of one key write the same model
     meta = folder / f"{key}.json"
-    meta.write_text(json.dumps(cached.meta, indent=2, sort_keys=True, default=str) + "\n")
+    write_text_atomic(meta, json.dumps(cached.meta, indent=2, sort_keys=True, default=str) + "\n")
     return path
 
 

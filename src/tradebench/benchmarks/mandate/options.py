@@ -105,7 +105,7 @@ class MandateOptions(BaseModel):
     """Half-spreads of the cost-sensitivity curve (commission 0 there)."""
     bootstrap_samples: int = Field(default=2000, ge=100, le=100_000)
     bootstrap_seed: int = 0
-    initial_cash: float = Field(default=1_000_000.0, gt=0)
+    initial_cash: float = Field(default=1_000_000.0, gt=0, allow_inf_nan=False)
     max_submit_retries: int = Field(default=2, ge=0)
     max_steps: int | None = Field(default=None, ge=1, description="cap on steps per episode")
     cutoff_margin_months: int = Field(default=6, ge=0, le=120)

@@ -97,7 +97,9 @@ class BacktestConfig(_Frozen):
 
     schema_version: int = 1
     data: DataRef
-    initial_cash: float = Field(default=50_000.0, gt=0, description="Starting broker cash.")
+    initial_cash: float = Field(
+        default=50_000.0, gt=0, allow_inf_nan=False, description="Starting broker cash."
+    )
     commission_rate: float = Field(
         default=0.001, ge=0, lt=0.1, description="Commission as a fraction of traded value."
     )

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tradebench.benchmarks.mcq.config import BacktestConfig, StrategyName
 from tradebench.errors import ConfigError, DataError
+from tradebench.files import write_text_atomic
 
 Letter = Literal["A", "B", "C", "D"]
 SCHEMA_VERSION = 2
@@ -67,17 +68,23 @@ def dumps_record(record: MCQRecord) -> str:
 def write_jsonl(records: Iterable[MCQRecord], path: Path) -> None:
     """Write records as JSONL (UTF-8, '\\n' line ends) in the given order."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8", newline="\n") as fh:
-        for record in records:
-            fh.write(dumps_record(record) + "\n")
+    write_text_atomic(path, "".join(dumps_record(record) + "\n" for record in records))
 
 
 def read_jsonl(path: Path) -> list[MCQRecord]:
-    """Read and validate records; a malformed line raises `DataError` with its number."""
+    """Read and validate records; a malformed line raises `DataError` with its number, and
+    so do a file that is not UTF-8 text and one that holds no question."""
     if not path.exists():
         raise DataError(f"question file {path} not found")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(
+            f"question file {path} is not UTF-8 text (byte {exc.start}); pass the JSONL "
+            "file `tradebench mcq build` wrote"
+        ) from None
     records = []
-    for no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for no, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
@@ -86,4 +93,9 @@ def read_jsonl(path: Path) -> list[MCQRecord]:
             raise DataError(f"{path}:{no}: not a valid MCQ record: {exc.errors()[0]}") from exc
         except ConfigError as exc:
             raise DataError(f"{path}:{no}: not a valid MCQ record: {exc}") from exc
+    if not records:
+        raise DataError(
+            f"question file {path} holds no questions; pass the JSONL file "
+            "`tradebench mcq build` wrote"
+        )
     return records

@@ -129,6 +129,10 @@ class PortfolioBenchmark:
             raise ConfigError(f"unknown modes {unknown}; the portfolio modes are {list(MODES)}")
         for window in spec.windows:
             warn_if_cut(dataset, window)
+        rules = MarketRules.for_market(dataset.market, initial_cash=options.initial_cash)
+        for entry in spec.agents:  # an unknown baseline or bad arguments: before any episode
+            if not entry.is_llm:
+                build_rule_agent(entry.baseline or "", entry.args, rules)
         return expand(spec, modes)
 
     def summary_row(self, record: EpisodeRecord, folder: Any) -> dict[str, Any]:

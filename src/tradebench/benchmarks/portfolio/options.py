@@ -40,6 +40,6 @@ class PortfolioOptions(BaseModel):
         description="`raw` price levels or `rebased` (100 = close before the episode); "
         "null = rebased under the masks that hide stocks, raw otherwise",
     )
-    initial_cash: float = Field(default=1_000_000.0, gt=0)
+    initial_cash: float = Field(default=1_000_000.0, gt=0, allow_inf_nan=False)
     prompt_version: str = "v3"
     max_steps: int | None = Field(default=None, ge=1, description="cap on steps per episode")

@@ -16,6 +16,7 @@ import pandas as pd
 from tradebench.benchmarks.single_stock.scoring import SingleStockScores
 from tradebench.benchmarks.single_stock.series import guard_totals, rescore_series
 from tradebench.errors import DataError
+from tradebench.files import write_parquet_atomic
 from tradebench.metrics import FAULT_COLUMNS, FAULT_COUNT_COLUMNS, TRADING_DAYS_PER_YEAR, step_total
 from tradebench.runs.records import METRICS_FILE, STEPS_FILE, EpisodeRecord
 from tradebench.runs.store import read_json, read_parquet, write_json
@@ -122,7 +123,7 @@ def single_stock_columns(record: EpisodeRecord, folder: Path) -> dict[str, Any]:
 def write_episode(folder: Path, series: pd.DataFrame, scores: SingleStockScores) -> None:
     """Write the series and the metrics of a finished episode."""
     folder.mkdir(parents=True, exist_ok=True)
-    series.to_parquet(folder / SERIES_FILE, index=False)
+    write_parquet_atomic(series, folder / SERIES_FILE, index=False)
     write_json(folder / METRICS_FILE, metrics_payload(scores, series))
 
 

@@ -26,6 +26,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from tradebench.data.clock import to_day
 from tradebench.data.dataset import Dataset
 from tradebench.data.panel import Panel
 from tradebench.errors import DataError
@@ -80,18 +81,16 @@ def write_bin(file: Path, start: int, values: np.ndarray) -> None:
     )
 
 
-def _day(value: str) -> np.datetime64:
-    return np.datetime64(pd.Timestamp(value).date(), "D")
-
-
 def _iso(day: np.datetime64) -> str:
     return str(np.datetime64(day, "D"))
 
 
 def _window(panel: Panel, start: str | None, end: str | None) -> slice:
     """Calendar rows of [start, end] (inclusive)."""
-    lo = 0 if start is None else int(np.searchsorted(panel.dates, _day(start), "left"))
-    hi = len(panel.dates) if end is None else int(np.searchsorted(panel.dates, _day(end), "right"))
+    lo = 0 if start is None else int(np.searchsorted(panel.dates, to_day(start), "left"))
+    hi = (
+        len(panel.dates) if end is None else int(np.searchsorted(panel.dates, to_day(end), "right"))
+    )
     if hi <= lo:
         raise DataError(
             f"no trading days between {start} and {end} in this dataset "

@@ -37,9 +37,24 @@ def require_columns(frame: pd.DataFrame, columns: list[str], path: Path | str) -
         )
 
 
-def to_day(values: pd.Series) -> pd.Series:
-    """Parse dates to midnight timestamps (`datetime64[ns]`), time of day dropped."""
-    return pd.to_datetime(values).dt.normalize().astype("datetime64[ns]")
+def to_day(values: pd.Series, where: Path | str = "the source") -> pd.Series:
+    """Parse dates to midnight timestamps (`datetime64[ns]`), time of day dropped. A date
+    written with a UTC offset (`2024-01-02T09:30:00+08:00`) keeps the day it names there.
+
+    Raises:
+        DataError: A value is not a date, or the offsets differ between rows.
+    """
+    try:
+        parsed = pd.to_datetime(values)
+        if isinstance(parsed.dtype, pd.DatetimeTZDtype):
+            parsed = parsed.dt.tz_localize(None)  # the wall-clock day the file wrote
+        return parsed.dt.normalize().astype("datetime64[ns]")
+    except (ValueError, TypeError, OverflowError, AttributeError) as exc:
+        reason = " ".join(str(exc).split())[:160]
+        raise DataError(
+            f"{where}: column {values.name!r} holds values that are not dates ({reason}); "
+            "write YYYY-MM-DD (one UTC offset for the whole column, if any)"
+        ) from None
 
 
 def read_membership(path: Path) -> tuple[pd.DataFrame, dict[str, str]]:
@@ -52,8 +67,8 @@ def read_membership(path: Path) -> tuple[pd.DataFrame, dict[str, str]]:
     membership = pd.DataFrame(
         {
             "symbol": frame["symbol"].astype(str),
-            "start": to_day(frame["opt-in"]),
-            "end": to_day(frame["opt-out"]),
+            "start": to_day(frame["opt-in"], path),
+            "end": to_day(frame["opt-out"], path),
         }
     )
     names = {}

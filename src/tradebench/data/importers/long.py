@@ -15,6 +15,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from tradebench.data import clock
 from tradebench.data.assemble import assemble_dataset
 from tradebench.data.importers.files import (
     read_membership,
@@ -84,14 +85,14 @@ def import_long(opts: LongImport) -> Manifest:
 
 
 def _select(raw: pd.DataFrame, opts: LongImport) -> pd.DataFrame:
-    frame = raw.assign(date=to_day(raw["date"]), symbol=raw["symbol"].astype(str))
+    frame = raw.assign(date=to_day(raw["date"], opts.source), symbol=raw["symbol"].astype(str))
     if opts.symbols:
         wanted = set(opts.symbols) | ({opts.index_symbol} if opts.index_symbol else set())
         frame = frame[frame["symbol"].isin(wanted)]
     if opts.start:
-        frame = frame[frame["date"] >= pd.Timestamp(opts.start)]
+        frame = frame[frame["date"] >= pd.Timestamp(clock.to_day(opts.start))]
     if opts.end:
-        frame = frame[frame["date"] <= pd.Timestamp(opts.end)]
+        frame = frame[frame["date"] <= pd.Timestamp(clock.to_day(opts.end))]
     return frame.reset_index(drop=True)
 
 
@@ -147,9 +148,20 @@ def _canonical_bars(
 def _index(opts: LongImport, raw: pd.DataFrame, bars: pd.DataFrame) -> pd.DataFrame | None:
     if opts.index_file is not None:
         src = read_table(opts.index_file, ["date", "close"])
-        src = src.assign(date=to_day(src["date"]))
+        src = src.assign(date=to_day(src["date"], opts.index_file))
         if "symbol" in src and opts.index_symbol:
-            src = src[src["symbol"].astype(str) == opts.index_symbol]
+            held = src["symbol"].astype(str)
+            if not (held == opts.index_symbol).any():
+                names = sorted(held.unique())
+                more = f" and {len(names) - 8} more" if len(names) > 8 else ""
+                shown = ", ".join(names[:8]) + more
+                raise DataError(
+                    f"--index-symbol {opts.index_symbol!r} is not in {opts.index_file} (it "
+                    f"holds {shown or 'no rows'}); name one of those or leave --index-symbol out"
+                )
+            src = src[held == opts.index_symbol]
+        if src.empty:
+            raise DataError(f"index file {opts.index_file} holds no rows")
         symbol = opts.index_symbol or (str(src["symbol"].iloc[0]) if "symbol" in src else "INDEX")
     elif opts.index_symbol:
         src = bars[bars["symbol"] == opts.index_symbol].copy()
@@ -162,6 +174,12 @@ def _index(opts: LongImport, raw: pd.DataFrame, bars: pd.DataFrame) -> pd.DataFr
         return None
     lo, hi = bars["date"].min(), bars["date"].max()
     src = src[(src["date"] >= lo) & (src["date"] <= hi)]
+    if src.empty:
+        where = opts.index_file or opts.source
+        raise DataError(
+            f"the index in {where} has no day between the bars' first and last "
+            f"({lo.date()} .. {hi.date()}); give an index file covering them"
+        )
     out = pd.DataFrame({"date": src["date"].to_numpy(), "symbol": symbol})
     for col in ("open", "high", "low", "close", "volume"):
         out[col] = src[col].to_numpy(dtype=np.float64) if col in src else np.nan

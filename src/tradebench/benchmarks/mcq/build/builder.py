@@ -48,11 +48,11 @@ class BuildSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     data: DataRef
-    initial_cash: float = Field(default=50_000.0, gt=0)
+    initial_cash: float = Field(default=50_000.0, gt=0, allow_inf_nan=False)
     commission_rate: float = Field(default=0.001, ge=0, lt=0.1)
     sizing: Sizing = Field(default_factory=Sizing)
     mode: Mode = "all_templates"
-    num_questions: int = Field(default=0, ge=0)
+    num_questions: int = Field(default=0, ge=0, le=10_000)
     difficulty: Literal["easy", "medium", "hard", "all"] = "all"
     strategies: tuple[StrategyName, ...] = STRATEGY_NAMES
     defaults: Defaults = Field(

@@ -15,16 +15,19 @@ from pathlib import Path
 
 import pandas as pd
 import plotly.graph_objects as go
+import pyarrow as pa
 
 from tradebench.benchmarks.mcq.eval.paired import paired_models
 from tradebench.benchmarks.mcq.eval.summary import (
     RANDOM_BASELINE,
+    RESULT_COLUMNS,
     Accuracy,
     ModelSummary,
     accuracy,
     summarise,
 )
 from tradebench.errors import DataError
+from tradebench.files import write_text_atomic
 from tradebench.report.html import Section, figure_html, mean_std, note, render_page, table
 
 TITLE = "MCQ evaluation"
@@ -188,17 +191,29 @@ def mcq_report(results_path: Path, out_html: Path) -> Path:
     """Write a standalone HTML page with the MCQ section of a `results.parquet`.
 
     Raises:
-        DataError: The results file is missing or holds no rows.
+        DataError: The results file is missing, unreadable, not MCQ results or empty.
     """
     results_path = Path(results_path)
+    if results_path.is_dir():
+        results_path = results_path / "results.parquet"
     if not results_path.exists():
         raise DataError(f"results file {results_path} not found; run `tradebench mcq eval`")
-    rows = pd.read_parquet(results_path)
+    fix = "pass the results.parquet `tradebench mcq eval` wrote"
+    try:
+        rows = pd.read_parquet(results_path)
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        reason = " ".join(str(exc).split())[:160]
+        raise DataError(
+            f"{results_path} is not a readable Parquet table ({reason}); {fix}"
+        ) from None
+    missing = sorted(set(RESULT_COLUMNS) - set(rows.columns))
+    if missing:
+        raise DataError(f"{results_path} is not an MCQ results table (no {missing}); {fix}")
     if rows.empty:
         raise DataError(f"results file {results_path} holds no rows")
     subtitle = f"tradebench MCQ evaluation of {results_path.resolve()}"
     page = render_page(f"tradebench {TITLE}", [mcq_section(rows)], subtitle)
     out_html = Path(out_html)
     out_html.parent.mkdir(parents=True, exist_ok=True)
-    out_html.write_text(page, encoding="utf-8")
+    write_text_atomic(out_html, page)
     return out_html

@@ -42,6 +42,7 @@ from tradebench.benchmarks.mcq.eval.summary import ModelSummary, summarise
 from tradebench.benchmarks.mcq.prompt_files import prompts_sha256
 from tradebench.benchmarks.mcq.records import MCQRecord, read_jsonl
 from tradebench.errors import ConfigError
+from tradebench.files import write_parquet_atomic, write_text_atomic
 from tradebench.llm.base import ChatModel
 from tradebench.llm.budget import BudgetConfig
 from tradebench.llm.cache import CacheMode
@@ -378,7 +379,7 @@ def write_results(rows: Sequence[EvalRow], path: Path) -> None:
     """`results.parquet`: one row per question x run, columns as `EvalRow`."""
     frame = pd.DataFrame([r.model_dump() for r in rows], columns=list(EvalRow.model_fields))
     path.parent.mkdir(parents=True, exist_ok=True)
-    frame.to_parquet(path, index=False)
+    write_parquet_atomic(frame, path, index=False)
 
 
 def model_pool(spec: EvalSpec, out_dir: Path, retry: RetryPolicy | None) -> ModelPool:
@@ -455,7 +456,7 @@ def run_eval(
     )
     summary_path = out_dir / SUMMARY_FILE
     text = json.dumps(summary.model_dump(mode="json"), indent=2, ensure_ascii=False)
-    summary_path.write_text(text + "\n", encoding="utf-8")
+    write_text_atomic(summary_path, text + "\n")
     html = None
     if report:
         html = mcq_report(results, out_dir / REPORT_FILE)

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from tradebench.benchmarks.mcq.mine.types import AttemptRecord, MinedQuestion, MineSummary
 from tradebench.errors import DataError
+from tradebench.files import write_text_atomic
 from tradebench.runs.records import BUDGET_FILE, CACHE_FILE
 
 M = TypeVar("M", bound=BaseModel)
@@ -107,5 +108,5 @@ class MineDB:
         """Write one attempt's log as indented JSON under runs/<run_id>/."""
         path = self.runs / run_id / f"{name}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", "utf-8")
+        write_text_atomic(path, json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
         return path
