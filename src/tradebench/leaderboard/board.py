@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from tradebench.files import write_parquet_atomic, write_text_atomic
 from tradebench.inference import (
     InferenceSettings,
     comparisons,
@@ -334,15 +335,15 @@ def write_leaderboard(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = [out_dir / BOARD_FILE]
-    board.rows.to_parquet(written[0], index=False)
+    write_parquet_atomic(board.rows, written[0], index=False)
     frames = ((COMPARISONS_FILE, board.comparisons), (GAPS_FILE, board.gaps))
     for name, frame in (*frames, (MCQ_PAIRS_FILE, board.mcq_pairs)):
         if not frame.empty:
             written.append(out_dir / name)
-            frame.to_parquet(written[-1], index=False)
+            write_parquet_atomic(frame, written[-1], index=False)
     if not board.mcq.empty:
         written.append(out_dir / MCQ_BOARD_FILE)
-        board.mcq.to_parquet(written[-1], index=False)
+        write_parquet_atomic(board.mcq, written[-1], index=False)
     page = out_dir / PAGE_FILE
-    page.write_text(render_leaderboard(board), encoding="utf-8")
+    write_text_atomic(page, render_leaderboard(board))
     return [*written, page]

@@ -38,6 +38,7 @@ from tradebench.benchmarks.mandate.pool import PoolChoice, candidates, sector_ma
 from tradebench.benchmarks.mandate.report import REPORT_SECTIONS
 from tradebench.data.dataset import Dataset
 from tradebench.errors import ConfigError
+from tradebench.files import write_parquet_atomic, write_text_atomic
 from tradebench.llm.base import ChatModel
 from tradebench.llm.types import Usage
 from tradebench.market.rules import MarketRules
@@ -414,7 +415,7 @@ class MandateBenchmark:
             input_tokens=int(steps["tokens_in"].fillna(0).sum()),
             output_tokens=int(steps["tokens_out"].fillna(0).sum()),
         )
-        (ctx.folder / POOL_FILE).write_text(choice.model_dump_json(indent=1) + "\n")
+        write_text_atomic(ctx.folder / POOL_FILE, choice.model_dump_json(indent=1) + "\n")
         extra |= {
             "pool": pool,
             "pool_size": len(pool),
@@ -446,7 +447,7 @@ class MandateBenchmark:
         table = artefacts.drift_table(
             sim.result, sim.infos, constraints, sectors, pool, opts.drift_tolerance
         )
-        table.to_parquet(ctx.folder / DRIFT_FILE, index=False)
+        write_parquet_atomic(table, ctx.folder / DRIFT_FILE, index=False)
         return {
             "drift_days": int((table["breaches"] > 0).sum()),
             "drift_max_excess": float(table["max_excess"].max()),
@@ -475,7 +476,7 @@ class MandateBenchmark:
             again = await simulate(ctx.dataset, FixedTargets(targets), days, at, universe)
             rows.append(artefacts.curve_row(again.result, level))
         curve = pd.DataFrame(rows)
-        curve.to_parquet(ctx.folder / COST_CURVE_FILE, index=False)
+        write_parquet_atomic(curve, ctx.folder / COST_CURVE_FILE, index=False)
         headline: dict[str, Any] = {
             "return_at_0bps": float(curve.loc[curve["cost_bps"] == 0, "total_return"].iloc[0]),
             "return_at_max_bps": float(curve["total_return"].iloc[-1]),
@@ -484,7 +485,7 @@ class MandateBenchmark:
             return headline
         dates = sim.result.steps["date"].tolist()
         table = artefacts.adherence_table(sim.infos, dates)
-        table.to_parquet(ctx.folder / ADHERENCE_FILE, index=False)
+        write_parquet_atomic(table, ctx.folder / ADHERENCE_FILE, index=False)
         rebalances = sum(bool(i.get("rebalance")) for i in sim.infos)
         ew = {n: 1.0 / len(pool) for n in pool}
         cadence = ref.task["cadence"]
@@ -492,17 +493,17 @@ class MandateBenchmark:
         reference = await simulate(
             ctx.dataset, FixedTargets(ew_targets), days, rules, frozenset(pool)
         )
-        reference.result.steps[["date", "nav"]].to_parquet(
-            ctx.folder / EW_REFERENCE_FILE, index=False
+        write_parquet_atomic(
+            reference.result.steps[["date", "nav"]], ctx.folder / EW_REFERENCE_FILE, index=False
         )
         by_name = artefacts.pnl_by_name(sim.result, reference.result, pool)
-        by_name.to_parquet(ctx.folder / PNL_FILE, index=False)
+        write_parquet_atomic(by_name, ctx.folder / PNL_FILE, index=False)
         loo = artefacts.loo_spread(by_name, sim.result, reference.result)
-        loo.to_parquet(ctx.folder / LOO_FILE, index=False)
+        write_parquet_atomic(loo, ctx.folder / LOO_FILE, index=False)
         boot = artefacts.bootstrap_spread(
             sim.result, reference.result, opts.bootstrap_samples, opts.bootstrap_seed
         )
-        boot.to_parquet(ctx.folder / BOOTSTRAP_FILE, index=False)
+        write_parquet_atomic(boot, ctx.folder / BOOTSTRAP_FILE, index=False)
         returns = (_total_return(sim.result), _total_return(reference.result))
         stress = await self._stress(ctx, by_name, (targets, ew_targets), returns, days, rules)
         binding_steps = table.loc[table["binding"], "step"].nunique() if len(table) else 0
@@ -558,7 +559,7 @@ class MandateBenchmark:
             "spread": mine - ew,
             "blanked_spread": runs[""] - runs["ew_"],
         }
-        pd.DataFrame([row]).to_parquet(ctx.folder / STRESS_FILE, index=False)
+        write_parquet_atomic(pd.DataFrame([row]), ctx.folder / STRESS_FILE, index=False)
         return row
 
 
