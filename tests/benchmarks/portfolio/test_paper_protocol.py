@@ -237,3 +237,27 @@ def test_limit_names_leave_the_candidates(
     else:
         assert up in listing["2024-02-07"]
         assert list(steps["retries"]) == [0, 0, 0, 0] and not any(errors)
+
+
+def test_a_folder_written_before_the_new_options_reruns_unchanged(
+    cn_dataset_dir: Path, tmp_path: Path
+) -> None:
+    """A run folder whose spec.yaml has no `answer_form`/`limit_filter` (written before they
+    existed) reruns with the same spec: the new options resolve to the earlier behaviour
+    under its recorded prompt version, so nothing is refused or run again."""
+    import yaml
+
+    with LoopbackServer(responder=trader) as server:
+        spec = spec_dict(cn_dataset_dir, server.openai_url, ["bright"], ["memory_only"])
+        spec["windows"] = [{"start": "2024-03-01", "end": "2024-03-04"}]
+        _run(spec, tmp_path / "run")
+        first = server.count()
+        written = tmp_path / "run" / "spec.yaml"
+        old = yaml.safe_load(written.read_text())
+        assert old["options"]["prompt_version"] == "v3" and old["options"]["answer_form"] is None
+        for key in ("answer_form", "limit_filter"):
+            del old["options"][key]
+        written.write_text(yaml.safe_dump(old, sort_keys=False))
+        _run(spec, tmp_path / "run")
+        assert server.count() == first  # every episode was done: no model call again
+        assert all(r.forced_tool() == "submit_action" for r in server.requests)
