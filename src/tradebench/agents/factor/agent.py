@@ -105,10 +105,13 @@ class TopkDropoutAgent:
         if not cols.size:
             values = np.zeros(0)
         elif self.spec.inputs == "sequence":
-            seqs = prediction_sequences(view, self.spec.features, self.spec.step_len)
+            seqs = prediction_sequences(
+                view, self.spec.features, self.spec.step_len, self.config.feature_set
+            )
             values = fitted.scores(seqs[cols], cols)
         else:
-            values = fitted.scores(prediction_features(view, self.spec.normalise)[cols])
+            feats = prediction_features(view, self.spec.normalise, self.config.feature_set)
+            values = fitted.scores(feats[cols])
         return pd.Series(values, index=view.symbols[cols].astype(str), dtype=np.float64)
 
     async def decide(

@@ -13,14 +13,16 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from datetime import date
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tradebench.errors import ConfigError
+from tradebench.features import alpha9
 from tradebench.features.alpha import (
+    FEATURE_VERSION,
     FEATURES,
     LABEL_HORIZON,
     LOOKBACK,
@@ -36,6 +38,7 @@ from tradebench.view import MarketView, to_day
 CLIP = 3.0
 """Normalised features are clipped to +-CLIP (as Qlib's robust z-score does)."""
 MIN_TRAIN_DAYS = 20
+FeatureSet = Literal["alpha158", "alpha9"]
 
 __all__ = [
     "SequenceSet",
@@ -59,6 +62,12 @@ class TrainingConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    feature_set: FeatureSet = Field(
+        default="alpha158",
+        description="`alpha158` (Qlib's 158 features) or `alpha9` (the nine style factors, "
+        "KTD-Fin's Alpha9 as docs/baselines_ml.md reads it); under alpha9 a sequence model "
+        "reads all nine",
+    )
     train_days: int = Field(default=750, ge=MIN_TRAIN_DAYS, description="training days")
     valid_days: int = Field(default=250, ge=0, description="validation days (0: none)")
     gap_days: int = Field(
@@ -79,6 +88,27 @@ class TrainingConfig(BaseModel):
         if self.valid_start is not None and self.train_start is None:
             raise ValueError("dated validation windows need dated training windows too")
         return self
+
+
+def feature_lookback(feature_set: FeatureSet) -> int:
+    """Input rows the last feature row of `feature_set` needs."""
+    return alpha9.LOOKBACK if feature_set == "alpha9" else LOOKBACK
+
+
+def feature_version(feature_set: FeatureSet) -> str:
+    """The feature set's definition version (part of the model cache key)."""
+    return alpha9.FEATURE_VERSION if feature_set == "alpha9" else FEATURE_VERSION
+
+
+def feature_values(
+    raw: dict[str, np.ndarray], feature_set: FeatureSet, features: tuple[str, ...] | None
+) -> tuple[Any, np.ndarray]:
+    """(Alpha158 inputs, (F, T, N) features) of raw rows; `features` picks Alpha158 names
+    (alpha9 always gives its nine)."""
+    inputs = inputs_from_arrays(raw)
+    if feature_set == "alpha9":
+        return inputs, alpha9.alpha9_features(raw)
+    return inputs, alpha_features(inputs, features).values
 
 
 @dataclass(frozen=True)
@@ -169,6 +199,7 @@ class TrainingSlice:
     """(rows, N) point-in-time index membership of each row's day."""
     symbols: np.ndarray
     digest: str
+    feature_set: FeatureSet = "alpha158"
 
 
 def training_slice(
@@ -180,7 +211,7 @@ def training_slice(
     window (a sequence model's earlier steps, a graph's correlation window).
     """
     windows = resolve_windows(view.calendar, anchor, config)
-    first = max(windows.train[0] - (LOOKBACK - 1) - history, 0)
+    first = max(windows.train[0] - (feature_lookback(config.feature_set) - 1) - history, 0)
     last = (windows.valid or windows.train)[1] + LABEL_HORIZON
     raw = {k: view.window(k)[first : last + 1] for k in RAW_FIELDS}
     members = view.member_window()[first : last + 1]
@@ -190,7 +221,9 @@ def training_slice(
     digest.update(np.packbits(members).tobytes())
     for k in RAW_FIELDS:
         digest.update(np.ascontiguousarray(raw[k]).tobytes())
-    return TrainingSlice(windows, first, raw, members, view.symbols, digest.hexdigest())
+    return TrainingSlice(
+        windows, first, raw, members, view.symbols, digest.hexdigest(), config.feature_set
+    )
 
 
 def normalise_features(values: np.ndarray, sample: np.ndarray) -> np.ndarray:
@@ -245,10 +278,9 @@ class _Prepared:
 def _prepare(
     sl: TrainingSlice, normalise: bool, features: tuple[str, ...] | None = None
 ) -> _Prepared:
-    inputs = inputs_from_arrays(sl.raw)
+    inputs, feats = feature_values(sl.raw, sl.feature_set, features)
     tradable = sl.raw["listed"] & ~sl.raw["suspended"]
     universe = tradable & sl.members
-    feats = alpha_features(inputs, features).values
     if normalise:
         feats = normalise_features(feats, universe)
     label = forward_label(inputs.close, tradable)
@@ -274,7 +306,7 @@ def build_training_set(
         keep = np.sort(np.random.default_rng(seed).choice(len(y_tr), max_rows, replace=False))
         x_tr, y_tr, idx_tr = x_tr[keep], y_tr[keep], idx_tr[keep]
     if sl.windows.valid is None:
-        x_va, y_va = np.zeros((0, len(FEATURES)), np.float32), np.zeros(0)
+        x_va, y_va = np.zeros((0, feats.shape[0]), np.float32), np.zeros(0)
         idx_va = pd.MultiIndex.from_arrays([[], []], names=["date", "symbol"])
     else:
         x_va, y_va, idx_va = _rows(feats, y, sample, sl.windows.valid, sl)
@@ -355,19 +387,23 @@ def build_sequence_set(
 
 
 def prediction_sequences(
-    view: MarketView, features: tuple[str, ...] | None, step_len: int
+    view: MarketView,
+    features: tuple[str, ...] | None,
+    step_len: int,
+    feature_set: FeatureSet = "alpha158",
 ) -> np.ndarray:
     """(N, step_len, F) normalised feature sequences known before T's open (rows T-step..T-1).
 
     Each row is normalised across that day's members, exactly as in training.
     """
-    rows = LOOKBACK + step_len - 1
+    rows = feature_lookback(feature_set) + step_len - 1
     raw = {k: view.window(k, rows) for k in RAW_FIELDS}
     n_sym = len(view.symbols)
-    n_feat = len(FEATURES if features is None else features)
+    names = alpha9.ALPHA9 if feature_set == "alpha9" else (features or FEATURES)
+    n_feat = len(names)
     if raw["listed"].shape[0] == 0:
         return np.zeros((n_sym, step_len, n_feat), dtype=np.float32)
-    feats = alpha_features(inputs_from_arrays(raw), features).values
+    _, feats = feature_values(raw, feature_set, features)
     universe = raw["listed"] & ~raw["suspended"] & view.member_window(rows)
     cube = normalise_features(feats[:, -step_len:], universe[-step_len:])
     out = np.zeros((n_sym, step_len, n_feat), dtype=np.float32)
@@ -376,13 +412,20 @@ def prediction_sequences(
     return out
 
 
-def prediction_features(view: MarketView, normalise: bool) -> np.ndarray:
+def prediction_features(
+    view: MarketView, normalise: bool, feature_set: FeatureSet = "alpha158"
+) -> np.ndarray:
     """(N, F) features known before T's open: the panel computation's row for T-1.
 
     Normalised features are z-scored across T-1's members, as each training day's are.
     """
-    raw = {k: view.window(k, LOOKBACK) for k in RAW_FIELDS}
-    feats = alpha_features_last(inputs_from_arrays(raw))
+    raw = {k: view.window(k, feature_lookback(feature_set)) for k in RAW_FIELDS}
+    if feature_set == "alpha9":
+        feats = alpha9.alpha9_features(raw)[:, -1, :]
+        if feats.shape[1] == 0 or raw["listed"].shape[0] == 0:
+            feats = np.full((len(alpha9.ALPHA9), len(view.symbols)), np.nan, np.float32)
+    else:
+        feats = alpha_features_last(inputs_from_arrays(raw))
     if normalise and raw["listed"].shape[0]:
         universe = raw["listed"][-1:] & ~raw["suspended"][-1:] & view.member_window(1)
         feats = normalise_features(feats[:, None, :], universe)[:, 0]

@@ -30,13 +30,13 @@ from tradebench.agents.factor.data import (
     TrainingSlice,
     build_sequence_set,
     build_training_set,
+    feature_version,
     index_digest,
     training_slice,
 )
 from tradebench.agents.factor.models import ModelSpec, fit_estimator, fit_sequence_model, predict
 from tradebench.agents.factor.progress import Progress, no_progress
 from tradebench.agents.factor.torch_fit import gather
-from tradebench.features.alpha import FEATURE_VERSION
 from tradebench.metrics.attribution_ic import daily_ic, signal_quality
 from tradebench.view import MarketView, to_day
 
@@ -146,7 +146,7 @@ def train_or_load(
     """
     sl = training_slice(view, anchor, config, _history(spec))
     payload = {
-        "features": FEATURE_VERSION,
+        "features": feature_version(config.feature_set),
         "label": LABEL if labels == "real" else f"{LABEL}, shuffled within each day",
         "universe": UNIVERSE,
         "data_sha256": sl.digest,

@@ -1,4 +1,4 @@
-"""The LLM portfolio agent: one masked tool loop per decision day.
+"""The LLM portfolio agent: one masked tool loop (or JSON answer) per decision day.
 
 Each step is a fresh conversation (system prompt for the mode, the shared user message),
 so an episode can resume at any step. Everything the model sees passes through the
@@ -12,14 +12,21 @@ from typing import Any
 
 import numpy as np
 
+from tradebench.agents.json_answer import run_json_answer
 from tradebench.agents.loop_types import LoopConfig, LoopResult
 from tradebench.agents.protocol import Decision, StepInfo
 from tradebench.agents.tool_loop import run_tool_loop
 from tradebench.benchmarks.portfolio.context import PriceMode, StepContext
+from tradebench.benchmarks.portfolio.limit_filter import buy_candidates, refuse_limit_down_sells
 from tradebench.benchmarks.portfolio.observation import StepInfo as ObsStep
 from tradebench.benchmarks.portfolio.observation import candidate_pool, user_message
 from tradebench.benchmarks.portfolio.options import resolve_price_mode
-from tradebench.benchmarks.portfolio.prompt_files import PromptSet, load_prompts, system_prompt
+from tradebench.benchmarks.portfolio.prompt_files import (
+    AnswerForm,
+    PromptSet,
+    load_prompts,
+    system_prompt,
+)
 from tradebench.benchmarks.portfolio.submit_schema import SubmitLimits
 from tradebench.benchmarks.portfolio.tools import Submission, research_tools, submit_tool
 from tradebench.llm.base import ChatModel
@@ -51,6 +58,12 @@ class PortfolioLLMAgent:
     currency: str = "CNY"
     benchmark_name: str = "the benchmark index"
     """The benchmark as named in the user message (CSI300 for the CN universe)."""
+    answer_form: AnswerForm = "tool"
+    """`tool`: submit_action forced through tool_choice; `json`: one JSON object in the
+    reply (`agents.json_answer`), no tools offered."""
+    limit_filter: bool = False
+    """Leave limit-up names out of the BUY candidates and refuse SELLs of limit-down names
+    (`limit_filter`)."""
     _masker: Masker | None = field(default=None, repr=False)
     _system: str | None = field(default=None, repr=False)
 
@@ -75,11 +88,18 @@ class PortfolioLLMAgent:
         )
         limits = SubmitLimits.for_tokens(self.model.config.max_tokens)  # the reply must fit
         if self._system is None:  # the same every step of the episode
-            text = system_prompt(self.prompts, self.mode, self.rules, self.currency, limits)
+            text = system_prompt(
+                self.prompts, self.mode, self.rules, self.currency, limits, self.answer_form
+            )
             self._system = masker.mask_text(text)
         system = self._system
         obs = ObsStep(step.index, step.total, step.previous, step.cum_return, step.bench_return)
-        pool = candidate_pool(ctx, self.candidates_k) if self.mode == "fixed_candidate" else None
+        drawn = buy_candidates(ctx) if self.limit_filter else None
+        pool = (
+            candidate_pool(ctx, self.candidates_k, drawn)
+            if self.mode == "fixed_candidate"
+            else None
+        )
         user = user_message(
             ctx,
             masker,
@@ -89,18 +109,30 @@ class PortfolioLLMAgent:
             self.candidates_k,
             self.benchmark_name,
             self.currency,
+            drawn,
         )
+        submit = submit_tool(ctx, masker, _buyable(ctx, pool, drawn), limits)
+        if self.limit_filter:
+            submit = refuse_limit_down_sells(submit, ctx, masker)
+        if self.answer_form == "json":
+            result = await run_json_answer(
+                self.model, system=system, user=user, submit=submit, config=self.loop
+            )
+            return decision_from_loop(result)
         tools = research_tools(ctx, masker) if self.mode == "open_research" else []
-        buyable = None if pool is None else frozenset(ctx.view.symbols[pool].tolist())
         result = await run_tool_loop(
-            self.model,
-            system=system,
-            user=user,
-            tools=tools,
-            submit=submit_tool(ctx, masker, buyable, limits),
-            config=self.loop,
+            self.model, system=system, user=user, tools=tools, submit=submit, config=self.loop
         )
         return decision_from_loop(result)
+
+
+def _buyable(
+    ctx: StepContext, pool: np.ndarray | None, drawn: np.ndarray | None
+) -> frozenset[str] | None:
+    """Symbols a BUY may name: the candidate pool (fixed-candidate) and the BUY candidates
+    (limit filter), both where set; None: the whole universe."""
+    sets = [frozenset(ctx.view.symbols[c].tolist()) for c in (pool, drawn) if c is not None]
+    return frozenset.intersection(*sets) if sets else None
 
 
 def _rebase_close(view: MarketView, first_day: Any) -> np.ndarray:

@@ -199,6 +199,8 @@ class PortfolioBenchmark:
             name=ref.agent,
             currency=ctx.dataset.manifest.currency,
             benchmark_name=index_name(ctx.dataset.manifest.index_symbol),
+            answer_form=opts.resolved_answer_form(ref.mode),
+            limit_filter=opts.resolved_limit_filter,
         )
         result = await run_backtest(
             ctx.dataset, agent, start, end, rules, lambda i, n: ctx.on_step(), ctx.journal()
@@ -213,6 +215,8 @@ class PortfolioBenchmark:
             "prompt_sha256": prompts.sha256,
             "model": config.model_dump(mode="json"),
             "price_mode": price_mode,
+            "answer_form": agent.answer_form,
+            "limit_filter": agent.limit_filter,
             "max_tool_calls": opts.max_tool_calls,
             "tokens": used.input_tokens + used.output_tokens,
         }

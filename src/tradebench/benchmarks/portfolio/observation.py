@@ -34,10 +34,12 @@ class StepInfo:
     bench_return: float
 
 
-def candidate_pool(ctx: StepContext, k: int) -> np.ndarray:
-    """Columns: union of the top-k universe names by several factors, plus holdings."""
+def candidate_pool(ctx: StepContext, k: int, drawn_from: np.ndarray | None = None) -> np.ndarray:
+    """Columns: union of the top-k names by several factors among `drawn_from` (default the
+    universe; the limit filter passes the BUY candidates), plus holdings."""
     picks: set[int] = set()
-    cols = ctx.universe[~ctx.view.last("suspended")[ctx.universe]]
+    source = ctx.universe if drawn_from is None else drawn_from
+    cols = source[~ctx.view.last("suspended")[source]]
     for name, ascending in FACTORS:
         values = ctx.features[name][cols]
         ok = np.isfinite(values)
@@ -59,10 +61,12 @@ def observation_window(ctx: StepContext, masker: Masker) -> tuple[str, str, int]
     return masker.day_label(calendar[-days]), masker.day_label(calendar[-1]), days
 
 
-def feature_table(ctx: StepContext, masker: Masker, k: int) -> str:
+def feature_table(
+    ctx: StepContext, masker: Masker, k: int, drawn_from: np.ndarray | None = None
+) -> str:
     """Markdown table of the candidate pool, rows sorted by the identifier shown, headed by
     the pool's size, how it was drawn and the observation window."""
-    cols = candidate_pool(ctx, k)
+    cols = candidate_pool(ctx, k, drawn_from)
     close = ctx.view.last("close")
     rows = []
     for c in cols:
@@ -165,9 +169,15 @@ def user_message(
     candidates_k: int = 10,
     benchmark: str = "the benchmark index",
     currency: str = "CNY",
+    drawn_from: np.ndarray | None = None,
 ) -> str:
-    """Fill the shared user template for `mode`; the result passes through the mask."""
-    ids = masker.sorted_labels(ctx.universe_set)
+    """Fill the shared user template for `mode`; the result passes through the mask.
+    `drawn_from` (universe columns, default all) are the BUY candidates listed and drawn
+    from: the limit filter leaves limit-up names out."""
+    listed = (
+        ctx.universe_set if drawn_from is None else frozenset(ctx.view.symbols[drawn_from].tolist())
+    )
+    ids = masker.sorted_labels(listed)
     if mode == "memory_only":
         listing = "Identifiers: " + ", ".join(ids)
     else:
@@ -179,7 +189,9 @@ def user_message(
         account=account_text(ctx, masker, currency, prices=mode != "memory_only"),
         universe_size=len(ids),
         universe_listing=listing,
-        feature_table=feature_table(ctx, masker, candidates_k) if mode == "fixed_candidate" else "",
+        feature_table=feature_table(ctx, masker, candidates_k, drawn_from)
+        if mode == "fixed_candidate"
+        else "",
         previous_outcome=_outcome_text(step.previous, masker, ctx.scale, ctx.view.column_map),
         cum_return=_pct(step.cum_return),
         bench_return=_pct(step.bench_return),

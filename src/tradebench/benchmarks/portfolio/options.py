@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tradebench.benchmarks.portfolio.context import PriceMode
 from tradebench.masking import MaskLevel, hides_stocks
@@ -41,5 +41,56 @@ class PortfolioOptions(BaseModel):
         "null = rebased under the masks that hide stocks, raw otherwise",
     )
     initial_cash: float = Field(default=1_000_000.0, gt=0, allow_inf_nan=False)
-    prompt_version: str = "v3"
+    prompt_version: str = Field(
+        default="v3",
+        description="prompt files (`prompts/<version>/`); `v4` is the paper's protocol "
+        "(every instruction it prints, JSON answers, the limit filter on candidates). The "
+        "default stays `v3` because run folders record the resolved version and a rerun of a "
+        "spec that names none must match it",
+    )
+    answer_form: Literal["json", "tool"] | None = Field(
+        default=None,
+        description="how memory-only and fixed-candidate answer: `json` (one pure JSON object "
+        "in the reply, the paper's form) or `tool` (submit_action forced through tool_choice); "
+        "null = the prompt version's form (json from v4, tool before). Open-research always "
+        "submits through the forced tool",
+    )
+    limit_filter: bool | None = Field(
+        default=None,
+        description="leave names whose previous close sits at the upper (lower) price limit "
+        "out of the BUY (SELL) candidates when candidates are built (the paper's filter; the "
+        "fill refuses limit-locked orders either way); null = on from prompt version v4",
+    )
     max_steps: int | None = Field(default=None, ge=1, description="cap on steps per episode")
+
+    @model_validator(mode="after")
+    def _json_needs_its_prompts(self) -> PortfolioOptions:
+        if self.answer_form == "json" and not self.paper_protocol:
+            raise ValueError(
+                f"answer_form json needs prompt_version v4 or later (the prompts of "
+                f"{self.prompt_version!r} ask for a submit_action call)"
+            )
+        return self
+
+    def resolved_answer_form(self, mode: str) -> Literal["json", "tool"]:
+        """The answer form of `mode`: open-research submits through the forced tool."""
+        if mode == "open_research":
+            return "tool"
+        if self.answer_form is not None:
+            return self.answer_form
+        return "json" if self.paper_protocol else "tool"
+
+    @property
+    def resolved_limit_filter(self) -> bool:
+        """Whether candidates leave out names at their price limit."""
+        return self.paper_protocol if self.limit_filter is None else self.limit_filter
+
+    @property
+    def paper_protocol(self) -> bool:
+        """Whether the prompt version is the paper's (`v4`) or later."""
+        return _version_number(self.prompt_version) >= 4
+
+
+def _version_number(version: str) -> int:
+    digits = version.lstrip("v")
+    return int(digits) if digits.isdigit() else 0
