@@ -59,14 +59,15 @@ def refuse_limit_down_sells(submit: SubmitTool, ctx: StepContext, masker: Masker
 
     def validate(arguments: dict[str, Any]) -> Any:
         submission = submit.validate_fn(arguments)
+        # worded from structure (the order's index and the rule), never naming the stock
         problems = [
-            f"orders/{i}: [{LIMIT_DOWN}] {masker.symbol_label(o.stock_id)} closed at its lower "
-            "price limit on the previous day; it is not a SELL candidate today"
+            f"orders/{i}: [{LIMIT_DOWN}] this stock closed at its lower price limit on the "
+            "previous day; it is not a SELL candidate today"
             for i, o in enumerate(submission.action.orders)
             if o.side == "SELL" and o.stock_id in down
         ]
         if problems:
-            raise ToolError(masker.mask_text("; ".join(problems)))
+            raise ToolError("; ".join(problems))
         return submission
 
     return submit.model_copy(update={"validate_fn": validate})
