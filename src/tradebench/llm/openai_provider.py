@@ -261,6 +261,8 @@ class OpenAIChatModel(HttpChatModel):
     """The forced-call form in use (see the module docstring); steps down, never up."""
     rung_confirmed: bool = False
     """A forced call has worked at `rung`: from now on only a rejection steps down."""
+    send_auto: bool = True
+    """Send `tool_choice: auto` (False once the endpoint rejected it: then omitted)."""
     _probe_lock: asyncio.Lock | None = None
 
     async def generate(
@@ -271,7 +273,9 @@ class OpenAIChatModel(HttpChatModel):
         sample_index: int = 0,
     ) -> ChatResponse:
         """As `HttpChatModel.generate`; a forced tool goes down the ladder of wire forms."""
-        if not tools or tool_choice in ("auto", "none", "required"):
+        if tools and tool_choice == "auto":
+            return await self._auto(messages, tools, sample_index)
+        if not tools or tool_choice in ("none", "required"):
             return await super().generate(messages, tools, tool_choice, sample_index)
         check_tool_choice(tool_choice, tools)
         await self._prepare_tools()
@@ -307,6 +311,30 @@ class OpenAIChatModel(HttpChatModel):
             update = {"usage": spent + response.usage, "faults": faults, "tool_choice_rung": rung}
             return response.model_copy(update=update)
         raise AssertionError("unreachable: the last rung returns or raises")  # pragma: no cover
+
+    async def _auto(
+        self, messages: list[Message], tools: Sequence[ToolSpec], sample_index: int
+    ) -> ChatResponse:
+        """A request with tools under `auto`; an endpoint that rejects any `tool_choice`
+        gets it without the field (auto is the default), from then on."""
+        await self._prepare_tools()
+        body = self._request(messages, tools, "auto", sample_index)
+        if not self.send_auto:
+            body.pop("tool_choice", None)
+            return await self._exchange(body, messages, tools, "auto")
+        try:
+            return await self._exchange(body, messages, tools, "auto")
+        except ToolChoiceRejected as exc:
+            llm_logger().warning(
+                "%s: `tool_choice: auto` rejected (%s); requests now omit it",
+                self.config.label,
+                exc,
+            )
+            self.send_auto = False
+            body.pop("tool_choice", None)
+            response = await self._exchange(body, messages, tools, "auto")
+        faults = response.faults.model_copy(update={"tool_choice_fallbacks": 1})
+        return response.model_copy(update={"faults": faults})
 
     def _step_down(self, to: Rung, why: str) -> None:
         """Use the next rung for this and every later forced call; say so."""

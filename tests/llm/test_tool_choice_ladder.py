@@ -1,0 +1,164 @@
+"""Forced submissions reach endpoints with `tool_choice` quirks, through the real tool loop.
+
+Each loopback personality reproduces one endpoint's behaviour (LM Studio rejects the
+object form, DeepSeek's thinking models any `tool_choice`, MiniMax all but `none`/`auto`,
+Ollama ignores it, a model whose native calling is broken answers only in text). The
+oracle is written from those behaviours, not from the adapter: the rung each one must end
+on, the wire forms the server must have seen in order, and a valid submission.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, Field
+
+from tradebench.agents.tool_loop import LoopResult, run_tool_loop
+from tradebench.agents.tools import SubmitTool, Tool
+from tradebench.errors import ProviderError
+from tradebench.llm.base import ChatModel, get_model
+from tradebench.llm.cache import ResponseCache
+from tradebench.llm.loopback import REASONING_TEXT, LoopbackServer, Quirk
+from tradebench.llm.retry import RetryPolicy
+from tradebench.llm.types import ModelConfig, ToolSpec, Usage
+
+FAST = RetryPolicy(max_attempts=2, base_delay_s=0.01, jitter=0.0, timeout_s=5)
+
+
+class Action(BaseModel):
+    orders: list[str] = Field(max_length=3)
+    reason: str = Field(max_length=40)
+
+
+SUBMIT = SubmitTool.from_model("submit_action", "Submit the decision.", Action)
+PRICE = Tool(
+    spec=ToolSpec(
+        name="get_price",
+        description="Last close of a stock.",
+        parameters={
+            "type": "object",
+            "properties": {"symbol": {"type": "string", "maxLength": 8}},
+            "required": ["symbol"],
+        },
+    ),
+    fn=lambda args: {"close": 1.0},
+)
+FORCED = {"type": "function", "function": {"name": "submit_action"}}
+ABSENT = "absent"
+
+# personality -> (rung the forced call must end on, tool_choice values the server sees in
+# order: research's first, then the forced call's)
+CASES: dict[str, tuple[str, list[Any]]] = {
+    "none": ("object", ["auto", FORCED]),
+    "object_choice_rejected": ("required", ["auto", FORCED, "required"]),
+    "choice_rejected": ("auto", ["auto", ABSENT, FORCED, "required", ABSENT]),
+    "none_auto_only": ("auto", ["auto", FORCED, "required", ABSENT]),
+    "choice_ignored": ("auto", ["auto", FORCED, "required", ABSENT]),
+    "text_only": ("text", ["auto", FORCED, "required", ABSENT, ABSENT]),
+}
+
+
+def _model(server: LoopbackServer, cache: ResponseCache | None = None, **fields: Any) -> ChatModel:
+    config = ModelConfig(
+        provider="openai", model="quirky", base_url=server.openai_url, max_tokens=200, **fields
+    )
+    return get_model(config, retry=FAST, cache=cache)
+
+
+def _loop(model: ChatModel) -> LoopResult:
+    return asyncio.run(
+        run_tool_loop(model, system="Decide.", user="Go.", tools=[PRICE], submit=SUBMIT)
+    )
+
+
+def _quirks(name: str) -> list[Quirk]:
+    return [] if name == "none" else [name]  # type: ignore[list-item]
+
+
+def _choices(server: LoopbackServer, since: int = 0) -> list[Any]:
+    return [(r.body or {}).get("tool_choice", ABSENT) for r in server.requests[since:]]
+
+
+@pytest.mark.parametrize("personality", sorted(CASES))
+def test_the_ladder_reaches_a_valid_submission_in_every_personality(personality: str) -> None:
+    rung, seen = CASES[personality]
+    with LoopbackServer(quirks=_quirks(personality)) as server:
+        result = _loop(_model(server))
+        wire = _choices(server)
+    assert result.stop_reason == "submitted" and result.action == Action(orders=[], reason="x")
+    submit = [c for c in result.model_calls if c.phase == "submit"]
+    assert [c.tool_choice_rung for c in submit] == [rung]
+    assert wire == seen  # every form sent but the two that worked was a step down
+    assert result.faults.tool_choice_fallbacks == len(seen) - 2
+    if rung in ("required", "auto"):  # only the forced tool is offered below the object form
+        assert [t["function"]["name"] for t in server.requests[-1].body["tools"]] == [
+            "submit_action"
+        ]
+    if rung == "text":
+        assert "tools" not in server.requests[-1].body
+        assert result.recovered_calls == 1
+
+
+def test_the_working_rung_is_kept_for_later_calls_and_replayed(tmp_path: Path) -> None:
+    cache_file = tmp_path / "cache.sqlite"
+    with LoopbackServer(quirks=["choice_rejected"]) as server:
+        model = _model(server, ResponseCache(cache_file))
+        first = _loop(model)
+        n = server.count()
+        second = asyncio.run(
+            run_tool_loop(model, system="Decide.", user="Again.", tools=[PRICE], submit=SUBMIT)
+        )
+        later = _choices(server, n)
+    assert first.faults.tool_choice_fallbacks == 3  # research's `auto`, then two forced forms
+    assert second.faults.tool_choice_fallbacks == 0 and later == [ABSENT, ABSENT]
+    assert [c.tool_choice_rung for c in second.model_calls if c.phase == "submit"] == ["auto"]
+    with LoopbackServer() as elsewhere:  # replay: no endpoint is asked anything
+        replay = _loop(_model(elsewhere, ResponseCache(cache_file, mode="replay")))
+        assert elsewhere.count() == 0
+    assert replay.model_calls == [
+        c.model_copy(update={"faults": c.faults.model_copy(update={"tool_choice_fallbacks": 0})})
+        for c in first.model_calls
+    ]
+    assert replay.action == first.action
+
+
+def test_a_pinned_form_is_sent_alone_and_its_rejection_is_an_error() -> None:
+    with LoopbackServer(quirks=["choice_rejected"]) as server:
+        with pytest.raises(ProviderError, match="tool_choice"):
+            _loop(_model(server, forced_choice="required"))
+        assert _choices(server) == ["auto", ABSENT, "required"]
+    with LoopbackServer(quirks=["choice_rejected"]) as server:
+        result = _loop(_model(server, forced_choice="text"))
+        assert result.faults.tool_choice_fallbacks == 1  # research's `auto` only
+        assert _choices(server) == ["auto", ABSENT, ABSENT]
+        assert result.action == Action(orders=[], reason="x")
+
+
+def test_reasoning_is_kept_in_the_trace_never_read_and_its_tokens_counted() -> None:
+    with LoopbackServer(quirks=["reasoning", "cached_usage"]) as server:
+        result = _loop(_model(server))
+        bodies = [json.dumps(r.body) for r in server.requests]
+    # the reasoning holds a decoy `<tool_call>` with orders ["decoy"]: never submitted
+    assert result.action == Action(orders=[], reason="x")
+    assert all(c.reasoning == REASONING_TEXT for c in result.model_calls)
+    assert all("decoy" not in m.content for m in result.messages)
+    assert all(REASONING_TEXT not in b for b in bodies)  # never sent back to the endpoint
+    calls = len(result.model_calls)
+    assert result.usage.reasoning_tokens == calls * (len(REASONING_TEXT) // 4)
+    for call in result.model_calls:  # the personality reports 1/8 of the request as cached
+        assert 0 < call.usage.cached_input_tokens <= call.usage.input_tokens // 2 + 1
+    assert result.usage.cached_input_tokens == sum(
+        c.usage.cached_input_tokens for c in result.model_calls
+    )
+
+
+def test_usage_sums_every_token_kind() -> None:
+    a = Usage(input_tokens=10, output_tokens=5, cached_input_tokens=4, reasoning_tokens=2)
+    b = Usage(input_tokens=1, output_tokens=1, cached_input_tokens=1, reasoning_tokens=1)
+    assert a + b == Usage(
+        input_tokens=11, output_tokens=6, cached_input_tokens=5, reasoning_tokens=3
+    )
