@@ -334,7 +334,6 @@ def reliability_row(
         "unreadable replies": _count(_sum(steps, "parse_failures")),
         "HTTP retries": _count(_sum(steps, "http_retries")),
         "backoff s": _sum(steps, "retry_wait_s"),
-        "tool-choice fallbacks": _count(_sum(steps, "tool_choice_fallbacks")),
         "orders": len(orders),
         "broker-rejected orders": int((status == "rejected").sum()),
         "submission codes": (code_counts(rejections) if rejections is not None else "") or "–",

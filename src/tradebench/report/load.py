@@ -46,7 +46,6 @@ STEP_COLUMNS = (
     "parse_failures",
     "http_retries",
     "retry_wait_s",
-    "tool_choice_fallbacks",
 )
 """Step columns the report reads (null where a benchmark does not write one: `retries`
 is the broker engine's submission retries, `attempts` the single-stock replies asked for)."""
