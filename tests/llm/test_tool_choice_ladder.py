@@ -14,17 +14,22 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 from pydantic import BaseModel, Field
 
+from tests.benchmarks.portfolio.conftest import spec_dict
 from tradebench.agents.tool_loop import LoopResult, run_tool_loop
 from tradebench.agents.tools import SubmitTool, Tool
+from tradebench.benchmarks import run_spec
 from tradebench.errors import ProviderError
 from tradebench.llm.base import ChatModel, get_model
 from tradebench.llm.cache import ResponseCache
 from tradebench.llm.loopback import REASONING_TEXT, LoopbackServer, Quirk
 from tradebench.llm.retry import RetryPolicy
 from tradebench.llm.types import ModelConfig, ToolSpec, Usage
+from tradebench.runs.spec import RunSpec
+from tradebench.runs.trace import trace_lines
 
 FAST = RetryPolicy(max_attempts=2, base_delay_s=0.01, jitter=0.0, timeout_s=5)
 
@@ -162,3 +167,31 @@ def test_usage_sums_every_token_kind() -> None:
     assert a + b == Usage(
         input_tokens=11, output_tokens=6, cached_input_tokens=5, reasoning_tokens=3
     )
+
+
+def test_a_portfolio_run_counts_the_ladder_steps_in_its_steps_panel_and_summary(
+    synth_dataset_dir: Path, tmp_path: Path
+) -> None:
+    """A short portfolio run against an endpoint that rejects any `tool_choice` (DeepSeek's
+    thinking models): every step submits, and the two steps down (the object form, then
+    `required`; `memory_only` has no research call) are on the first step, in the episode's
+    panel and in the summary."""
+    with LoopbackServer(quirks=["choice_rejected"]) as server:
+        spec = spec_dict(synth_dataset_dir, server.openai_url, ["blinded"], ["memory_only"])
+        spec["agents"] = spec["agents"][:1]
+        spec["windows"] = [{"start": "2024-02-01", "end": "2024-02-07"}]  # synth ends 02-09
+        summary = pd.read_parquet(asyncio.run(run_spec(RunSpec.model_validate(spec), tmp_path)))
+        rejected = sum(r.reply == "error" for r in server.requests)
+    folder = next((tmp_path / "episodes").glob("scripted_*"))
+    steps = pd.read_parquet(folder / "steps.parquet")
+    assert rejected == 2 and len(steps) >= 3
+    assert list(steps["tool_choice_fallbacks"]) == [2] + [0] * (len(steps) - 1)
+    assert not steps["fallback"].any()  # every step's submission was accepted
+    metrics = json.loads((folder / "metrics.json").read_text())
+    assert metrics["tool_choice_fallbacks"] == 2
+    assert summary.loc[summary["kind"] == "llm", "tool_choice_fallbacks"].tolist() == [2]
+    rungs = [
+        [c["tool_choice_rung"] for c in t["model_calls"] if c["phase"] == "submit"]
+        for t in trace_lines(folder)
+    ]
+    assert rungs == [["auto"]] * len(steps)
