@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import UTC, date, datetime, time
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from tradebench.errors import ProviderError
 from tradebench.llm.base import ChatModel, get_model
 from tradebench.llm.cache import ResponseCache
 from tradebench.llm.loopback import REASONING_TEXT, LoopbackServer, Quirk
+from tradebench.llm.prices import quote_price
 from tradebench.llm.retry import RetryPolicy
 from tradebench.llm.types import ModelConfig, ToolSpec, Usage
 from tradebench.runs.spec import RunSpec
@@ -195,3 +197,32 @@ def test_a_portfolio_run_counts_the_ladder_steps_in_its_steps_panel_and_summary(
         for t in trace_lines(folder)
     ]
     assert rungs == [["auto"]] * len(steps)
+
+
+def test_cached_and_reasoning_tokens_are_priced_as_the_dated_table_prices_them() -> None:
+    """The oracle is genai-prices itself: its price of the same usage on the same day."""
+    import genai_prices
+
+    config = ModelConfig(provider="openai", model="gpt-4.1-mini")
+    day = date(2025, 6, 1)
+    quote = quote_price(config, {}, on=day)
+    assert quote.price is not None and quote.price.cache_read_per_mtok is not None
+    usage = Usage(
+        input_tokens=1_000_000, output_tokens=200_000, cached_input_tokens=600_000,
+        reasoning_tokens=150_000,
+    )  # fmt: skip
+    expected = genai_prices.calc_price(
+        genai_prices.Usage(
+            input_tokens=1_000_000, cache_read_tokens=600_000, output_tokens=200_000
+        ),
+        "gpt-4.1-mini",
+        provider_id="openai",
+        genai_request_timestamp=datetime.combine(day, time(12), tzinfo=UTC),
+    ).total_price
+    assert quote.price.request_cost(usage) == pytest.approx(float(expected))
+    assert quote.price.cost(usage) == pytest.approx(float(expected))
+    uncached = usage.model_copy(update={"cached_input_tokens": 0})
+    assert quote.price.cost(uncached) > quote.price.cost(usage)  # the cache discount is real
+    assert "cached in" in quote.describe()
+    unknown = quote_price(ModelConfig(provider="openai", model="no-such-model-xyz"), {}, on=day)
+    assert unknown.price is None and "price unknown" in unknown.describe()
