@@ -226,3 +226,19 @@ def test_cached_and_reasoning_tokens_are_priced_as_the_dated_table_prices_them()
     assert "cached in" in quote.describe()
     unknown = quote_price(ModelConfig(provider="openai", model="no-such-model-xyz"), {}, on=day)
     assert unknown.price is None and "price unknown" in unknown.describe()
+
+
+def test_anthropic_thinking_blocks_are_kept_apart_and_cache_reads_counted() -> None:
+    with LoopbackServer(quirks=["reasoning", "cached_usage"]) as server:
+        config = ModelConfig(
+            provider="anthropic", model="quirky", base_url=server.anthropic_url, max_tokens=200
+        )
+        result = _loop(get_model(config, retry=FAST))
+        bodies = [json.dumps(r.body) for r in server.requests]
+    assert result.action == Action(orders=[], reason="x")
+    assert all(c.reasoning == REASONING_TEXT for c in result.model_calls)
+    assert all(REASONING_TEXT not in b for b in bodies)
+    for call in result.model_calls:  # the API leaves cache reads out of its input_tokens
+        usage = call.usage
+        assert usage.cached_input_tokens > 0
+        assert usage.input_tokens - 2 * usage.cached_input_tokens in (0, 1)

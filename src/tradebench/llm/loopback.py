@@ -58,9 +58,11 @@ Quirk = Literal[
   text protocol's `<tool_call>` convention, when the prompt's catalogue and closing turn
   ask for it (a model whose native calling is broken).
 - `reasoning`: the message carries `reasoning_content` (a decoy tool call among it) and
-  usage its `completion_tokens_details.reasoning_tokens`.
-- `cached_usage`: usage reports half the prompt as read from a prompt cache
-  (`prompt_tokens_details.cached_tokens`).
+  usage its `completion_tokens_details.reasoning_tokens`; in the Anthropic format, a
+  `thinking` block before the answer.
+- `cached_usage`: usage reports half the prompt tokens as read from a prompt cache
+  (`prompt_tokens_details.cached_tokens`; Anthropic: `cache_read_input_tokens`, left out
+  of its `input_tokens`).
 """
 REASONING_TEXT = (
     "Weighing the options before answering. A call like "
@@ -353,8 +355,17 @@ def _openai_body(
     }
 
 
-def _anthropic_body(reply: Reply, n: int, model: str, prompt_len: int, tag: str) -> dict[str, Any]:
+def _anthropic_body(
+    reply: Reply,
+    n: int,
+    model: str,
+    prompt_len: int,
+    tag: str,
+    quirks: frozenset[str] = frozenset(),
+) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
+    if "reasoning" in quirks:
+        content.append({"type": "thinking", "thinking": REASONING_TEXT, "signature": "lb"})
     stop = "end_turn"
     if reply.kind in ("tool_calls", "truncated"):
         for i, (name, args) in enumerate(reply.calls):
@@ -379,7 +390,20 @@ def _anthropic_body(reply: Reply, n: int, model: str, prompt_len: int, tag: str)
         "content": content,
         "stop_reason": stop,
         "stop_sequence": None,
-        "usage": {"input_tokens": prompt_len // 4, "output_tokens": out},
+        "usage": _anthropic_usage(prompt_len, out, quirks),
+    }
+
+
+def _anthropic_usage(prompt_len: int, out: int, quirks: frozenset[str]) -> dict[str, Any]:
+    """Messages-API usage: with `cached_usage`, 1/8 of the request as a cache read, which
+    the API leaves out of `input_tokens`."""
+    if "cached_usage" not in quirks:
+        return {"input_tokens": prompt_len // 4, "output_tokens": out}
+    read = prompt_len // 8
+    return {
+        "input_tokens": prompt_len // 4 - read,
+        "cache_read_input_tokens": read,
+        "output_tokens": out,
     }
 
 
@@ -461,9 +485,9 @@ class _Handler(BaseHTTPRequestHandler):
         elif reply.kind == "garbage":
             self._send(200, reply.text.encode(), reply.headers)
         elif wire == "anthropic":
-            self._send(
-                200, _anthropic_body(reply, n, model, prompt_len, call_tag(raw)), reply.headers
-            )
+            quirks = self.server.owner.quirks
+            body = _anthropic_body(reply, n, model, prompt_len, call_tag(raw), quirks)
+            self._send(200, body, reply.headers)
         else:
             quirks = self.server.owner.quirks
             body = _openai_body(reply, n, model, prompt_len, call_tag(raw), quirks)
