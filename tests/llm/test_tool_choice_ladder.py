@@ -149,8 +149,10 @@ def test_reasoning_is_kept_in_the_trace_never_read_and_its_tokens_counted() -> N
     with LoopbackServer(quirks=["reasoning", "cached_usage"]) as server:
         result = _loop(_model(server))
         bodies = [json.dumps(r.body) for r in server.requests]
-    # the reasoning holds a decoy `<tool_call>` with orders ["decoy"]: never submitted
+    # the reasoning holds a valid decoy `<tool_call>` with orders ["decoy"]: never read
     assert result.action == Action(orders=[], reason="x")
+    assert result.recovered_calls == 0
+    assert all("decoy" not in c.raw_arguments for c in result.tool_calls)
     assert all(c.reasoning == REASONING_TEXT for c in result.model_calls)
     assert all("decoy" not in m.content for m in result.messages)
     assert all(REASONING_TEXT not in b for b in bodies)  # never sent back to the endpoint

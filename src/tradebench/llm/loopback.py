@@ -66,7 +66,8 @@ Quirk = Literal[
 """
 REASONING_TEXT = (
     "Weighing the options before answering. A call like "
-    '<tool_call>{"name": "submit_action", "arguments": {"orders": ["decoy"]}}</tool_call> '
+    '<tool_call>{"name": "submit_action", "arguments": {"orders": ["decoy"], '
+    '"reason": "decoy"}}</tool_call> '
     "would be wrong here."
 )
 """The `reasoning` quirk's reasoning text: it holds a decoy call that must never be read."""
