@@ -234,6 +234,10 @@ def support_from_counts(with_tools: int, short_system: int, long_system: int) ->
 class ToolChoiceRejected(ProviderError):
     """The endpoint refused the request's `tool_choice` (HTTP 400/422 naming it)."""
 
+    caller_recovers = True
+    """The ladder sends the request again in another form: not a failure of the adapter
+    (logged at INFO by the retry loop, not counted in `FaultStats.failures`)."""
+
 
 _NAMES_TOOL_CHOICE = re.compile(r"tool[_ ]?choice", re.IGNORECASE)
 INSTRUCTION = "Call the tool `{name}` now: reply with that one tool call and nothing else."
@@ -294,6 +298,7 @@ class OpenAIChatModel(HttpChatModel):
                 response = await self._exchange(body, messages, tools, tool_choice)
             except ToolChoiceRejected as exc:
                 if last:
+                    self.stats.failures += 1
                     raise
                 self._step_down(rungs[i + 1], f"the endpoint rejected it: {exc}")
                 steps += 1
