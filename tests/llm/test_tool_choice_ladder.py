@@ -244,3 +244,33 @@ def test_anthropic_thinking_blocks_are_kept_apart_and_cache_reads_counted() -> N
         usage = call.usage
         assert usage.cached_input_tokens > 0
         assert usage.input_tokens - 2 * usage.cached_input_tokens in (0, 1)
+
+
+def test_concurrent_loops_step_down_together_and_never_back_up() -> None:
+    """Eight loops at once on one adapter meet the refusals together; each submits in the
+    form that works, and the adapter's rung ends at `auto`, so later loops send only it."""
+
+    async def batch(model: ChatModel, n: int) -> list[LoopResult]:
+        return list(
+            await asyncio.gather(
+                *(
+                    run_tool_loop(model, system="Decide.", user=f"Go {i}.", tools=[PRICE],
+                                  submit=SUBMIT)
+                    for i in range(n)
+                )
+            )
+        )  # fmt: skip
+
+    with LoopbackServer(quirks=["none_auto_only"], latency_s=0.02) as server:
+        model = _model(server)
+
+        async def both() -> tuple[list[LoopResult], list[LoopResult]]:
+            return await batch(model, 8), await batch(model, 3)
+
+        first, later = asyncio.run(both())
+    for result in [*first, *later]:
+        assert result.action == Action(orders=[], reason="x")
+        assert [c.tool_choice_rung for c in result.model_calls if c.phase == "submit"] == ["auto"]
+    # the first forced call to arrive starts at `object` and takes both steps itself
+    assert max(r.faults.tool_choice_fallbacks for r in first) == 2
+    assert [r.faults.tool_choice_fallbacks for r in later] == [0, 0, 0]

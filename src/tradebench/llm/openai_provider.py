@@ -284,10 +284,10 @@ class OpenAIChatModel(HttpChatModel):
         check_tool_choice(tool_choice, tools)
         await self._prepare_tools()
         pinned = self.config.forced_choice
-        if pinned != "ladder":
-            rungs: tuple[Rung, ...] = (pinned,)
-        elif self.text_tools:
-            rungs = ("text",)
+        if self.text_tools:  # the endpoint drops tools: text is the only form it takes
+            rungs: tuple[Rung, ...] = ("text",)
+        elif pinned != "ladder":
+            rungs = (pinned,)
         else:
             rungs = RUNGS[RUNGS.index(self.rung) :]
         spent, faults, steps = Usage(), CallFaults(), 0
@@ -342,15 +342,16 @@ class OpenAIChatModel(HttpChatModel):
         return response.model_copy(update={"faults": faults})
 
     def _step_down(self, to: Rung, why: str) -> None:
-        """Use the next rung for this and every later forced call; say so."""
+        """Use rung `to` for this and every later forced call (never moving back up when
+        concurrent calls step down at once); say so."""
         llm_logger().warning(
-            "%s: forced tool call sent as `%s` failed (%s); forced calls now go as `%s`",
+            "%s: forced tool call failed one form (%s); forced calls now go as `%s`",
             self.config.label,
-            self.rung,
             why,
             to,
         )
-        self.rung = to
+        if RUNGS.index(to) > RUNGS.index(self.rung):
+            self.rung = to
 
     def _forced_request(
         self,
