@@ -274,3 +274,16 @@ def test_concurrent_loops_step_down_together_and_never_back_up() -> None:
     # the first forced call to arrive starts at `object` and takes both steps itself
     assert max(r.faults.tool_choice_fallbacks for r in first) == 2
     assert [r.faults.tool_choice_fallbacks for r in later] == [0, 0, 0]
+
+
+def test_ping_says_which_form_the_forced_call_went_in() -> None:
+    from typer.testing import CliRunner
+
+    from tradebench.cli.llm import app
+
+    with LoopbackServer(quirks=["object_choice_rejected"]) as server:
+        args = ["ping", "openai:lmstudio-like", "--base-url", server.openai_url]
+        result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "valid tool call: yes" in result.output
+    assert "forced as: required (after 1 refused or ignored forms)" in result.output
