@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 from tradebench.llm.cache import canonical_request, request_key
 from tradebench.llm.types import Message, ModelConfig, ToolCall, ToolSpec
 
-NOT_IN_KEY = {"base_url", "api_key_env"}
-"""Where the model is served and how it is reached: the same model replays after a move."""
+NOT_IN_KEY = {"base_url", "api_key_env", "forced_choice"}
+"""Where the model is served and how it is reached (the wire form of a forced tool call
+included: the key is the logical request): the same model replays after a move."""
 BASE = ModelConfig(provider="openai", model="m", temperature=0.2, max_tokens=64, extra={"a": 1})
 TOOL = ToolSpec(name="t", description="d", parameters={"type": "object", "properties": {}})
 CALL = ToolCall(id="c1", name="t", arguments={"x": 1}, raw_arguments='{"x": 1}')
@@ -36,6 +37,7 @@ CHANGED_CONFIG: dict[str, Any] = {
     "base_url": "http://elsewhere/v1",
     "api_key_env": "OTHER_KEY",
     "tool_protocol": "text",
+    "forced_choice": "required",
 }
 
 

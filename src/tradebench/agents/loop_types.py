@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from tradebench.errors import BudgetExceeded
-from tradebench.llm.types import CallFaults, Message, Usage
+from tradebench.llm.types import CallFaults, Message, Rung, Usage
 
 Phase = Literal["research", "submit"]
 CallErrorKind = Literal[
@@ -76,6 +76,11 @@ class ModelCallRecord(BaseModel):
     faults: CallFaults = Field(default_factory=CallFaults)
     """HTTP retries and transient faults before the reply (none when it came from the
     cache or on the first attempt)."""
+    tool_choice_rung: Rung | None = None
+    """How the forced tool was asked for (`object`, `required`, `auto` with an instruction,
+    `text`: see `llm.types.Rung`); None for research calls."""
+    reasoning: str = ""
+    """The reply's reasoning text, kept for the trace; never read as the answer."""
 
 
 class ToolCallRecord(BaseModel):
@@ -134,7 +139,7 @@ class LoopResult(BaseModel):
     """Sum of model-call latencies."""
     faults: CallFaults = Field(default_factory=CallFaults)
     """HTTP retries and transient faults summed over the model calls (zero for replies
-    from the cache)."""
+    from the cache); `faults.tool_choice_fallbacks` counts the forced-call ladder's steps."""
     action: Any = None
     """The validated action, or None (fallback to no action, or stopped for budget)."""
     fallback: bool

@@ -147,6 +147,8 @@ class _ToolLoop:
                 tool_calls=len(calls),
                 recovered_calls=sum(c.recovered for c in calls),
                 faults=response.faults,
+                tool_choice_rung=response.tool_choice_rung,
+                reasoning=response.reasoning,
             )
         )
         return response
@@ -266,10 +268,7 @@ class _ToolLoop:
         messages = [
             m.model_copy(update={"content": redactor.text(m.content)}) for m in self.messages
         ]
-        usage = Usage(
-            input_tokens=sum(c.usage.input_tokens for c in self.model_calls),
-            output_tokens=sum(c.usage.output_tokens for c in self.model_calls),
-        )
+        usage = sum((c.usage for c in self.model_calls), Usage())
         return LoopResult(
             messages=messages,
             model_calls=self.model_calls,

@@ -46,6 +46,15 @@ def ping(
     verdict = "[green]yes[/]" if result.valid else f"[red]no[/] ({result.error})"
     console.print(f"{result.model}  latency {result.latency_s:.3f} s  attempts {result.attempts}")
     console.print(f"valid tool call: {verdict}", highlight=False)
+    if result.tool_choice_rung is not None:
+        steps = result.tool_choice_fallbacks
+        console.print(
+            f"forced as: {result.tool_choice_rung} (after {steps} refused or ignored forms)"
+            if steps
+            else f"forced as: {result.tool_choice_rung}",
+            highlight=False,
+            markup=False,
+        )
     if result.tool_call is not None:
         console.print(
             f"call: {result.tool_call.name} {result.tool_call.raw_arguments}",

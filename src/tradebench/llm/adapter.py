@@ -194,6 +194,16 @@ class HttpChatModel(ABC):
         if tools:
             await self._prepare_tools()
         body = self._request(messages, tools, tool_choice, sample_index)
+        return await self._exchange(body, messages, tools, tool_choice)
+
+    async def _exchange(
+        self,
+        body: dict[str, Any],
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        tool_choice: ToolChoice,
+    ) -> ChatResponse:
+        """Send one request body with limits and retries; read, scrub and count the reply."""
         estimate = estimate_tokens(messages, self.config.max_tokens, tools)
         (raw, latency, charge), faults = await call_with_retries(
             lambda: self._attempt(body, estimate),
@@ -278,7 +288,9 @@ def scrub_response(response: ChatResponse, redactor: Redactor) -> ChatResponse:
         update={"content": redactor.text(message.content), "tool_calls": calls}
     )
     error = None if response.parse_error is None else redactor.text(response.parse_error)
-    return response.model_copy(update={"message": clean, "parse_error": error})
+    reasoning = redactor.text(response.reasoning)
+    update = {"message": clean, "parse_error": error, "reasoning": reasoning}
+    return response.model_copy(update=update)
 
 
 def unreadable(reason: str, latency_s: float, usage: Usage | None = None) -> ChatResponse:

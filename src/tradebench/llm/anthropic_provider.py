@@ -83,15 +83,32 @@ def wire_tool_choice(tool_choice: ToolChoice) -> dict[str, str]:
     return {"type": "tool", "name": tool_choice}
 
 
+def read_usage(raw: dict[str, Any]) -> Usage:
+    """Token counts of a Messages-API `usage`: its `input_tokens` leave out the prompt
+    tokens read from (`cache_read_input_tokens`) and written to the prompt cache, which are
+    added back, so `Usage.input_tokens` is the whole prompt as on the OpenAI side. Thinking
+    tokens are in `output_tokens` and not reported apart (`reasoning_tokens` stays 0)."""
+    read = int(raw.get("cache_read_input_tokens") or 0)
+    written = int(raw.get("cache_creation_input_tokens") or 0)
+    return Usage(
+        input_tokens=int(raw.get("input_tokens") or 0) + read + written,
+        output_tokens=int(raw.get("output_tokens") or 0),
+        cached_input_tokens=read,
+    )
+
+
 def parse_message(raw: bytes, latency_s: float) -> ChatResponse:
     """Read a Messages-API body into a `ChatResponse`; failures go in `parse_error`."""
     try:
         data = json.loads(raw)
         texts: list[str] = []
+        thoughts: list[str] = []
         calls: list[ToolCall] = []
         for block in data["content"]:
             if block.get("type") == "text":
                 texts.append(str(block.get("text", "")))
+            elif block.get("type") == "thinking":
+                thoughts.append(str(block.get("thinking", "")))
             elif block.get("type") == "tool_use":
                 args = block.get("input")
                 args = args if isinstance(args, dict) else {}
@@ -103,18 +120,18 @@ def parse_message(raw: bytes, latency_s: float) -> ChatResponse:
                         raw_arguments=json.dumps(args, ensure_ascii=False),
                     )
                 )
-        usage_raw = data.get("usage") or {}
-        usage = Usage(
-            input_tokens=int(usage_raw.get("input_tokens") or 0),
-            output_tokens=int(usage_raw.get("output_tokens") or 0),
-        )
+        usage = read_usage(data.get("usage") or {})
         stop = str(data.get("stop_reason"))
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         text = raw[:120].decode("utf-8", "replace").replace("\n", " ")
         return unreadable(f"unreadable body ({type(exc).__name__}): {text!r}", latency_s)
     message = Message(role="assistant", content="".join(texts), tool_calls=calls)
     response = ChatResponse(
-        message=message, usage=usage, finish_reason=_FINISH.get(stop, stop), latency_s=latency_s
+        message=message,
+        usage=usage,
+        finish_reason=_FINISH.get(stop, stop),
+        latency_s=latency_s,
+        reasoning="\n\n".join(thoughts),
     )
     error = finish_parse_error(message, call_errors(response))
     return response if error is None else response.model_copy(update={"parse_error": error})

@@ -6,8 +6,16 @@ errors with Retry-After, slow replies, truncated tool-call JSON, garbage, empty 
 dropped connections); when the script is empty a responder decides (by default: call the
 forced tool with a minimal valid argument object, else reply with text). Every request is
 recorded with its JSON body and headers, so tests assert on what actually went over the
-wire. Tests, perf scripts and other benchmarks reuse it; `python -m
-tradebench.llm.loopback` runs it standalone and prints its port.
+wire.
+
+`quirks` give the server the personality of a real endpoint (`Quirk`): refusing forms of
+`tool_choice` with HTTP 400 as LM Studio, DeepSeek's thinking models and MiniMax do,
+ignoring it as Ollama does, never calling tools natively, returning `reasoning_content`
+and cached-prompt usage. A server with quirks answers, once its script is empty, as a
+model that follows instructions would (`personality_responder`).
+
+Tests, perf scripts and other benchmarks reuse it; `python -m tradebench.llm.loopback` runs
+it standalone and prints its port.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ import argparse
 import collections
 import hashlib
 import json
+import re
 import socket
 import threading
 import time
@@ -29,6 +38,42 @@ PROBE_HEADER = "X-Tradebench-Probe"
 """Header of the OpenAI adapter's endpoint probe (kept in step with openai_provider)."""
 
 Wire = Literal["openai", "anthropic"]
+Quirk = Literal[
+    "object_choice_rejected",
+    "choice_rejected",
+    "none_auto_only",
+    "choice_ignored",
+    "text_only",
+    "reasoning",
+    "cached_usage",
+]
+"""Endpoint personalities (OpenAI wire format):
+
+- `object_choice_rejected`: HTTP 400 for the object form of `tool_choice` (LM Studio).
+- `choice_rejected`: HTTP 400 for any `tool_choice` (DeepSeek's thinking models).
+- `none_auto_only`: HTTP 400 for a `tool_choice` other than `none` / `auto` (MiniMax).
+- `choice_ignored`: `tool_choice` is dropped unread; the model answers in text unless
+  asked in words to call a tool (Ollama).
+- `text_only`: never a native tool call, whatever is asked; a tool is called only in the
+  text protocol's `<tool_call>` convention, when the prompt's catalogue and closing turn
+  ask for it (a model whose native calling is broken).
+- `reasoning`: the message carries `reasoning_content` (a decoy tool call among it) and
+  usage its `completion_tokens_details.reasoning_tokens`; in the Anthropic format, a
+  `thinking` block before the answer.
+- `cached_usage`: usage reports half the prompt tokens as read from a prompt cache
+  (`prompt_tokens_details.cached_tokens`; Anthropic: `cache_read_input_tokens`, left out
+  of its `input_tokens`).
+"""
+REASONING_TEXT = (
+    "Weighing the options before answering. A call like "
+    '<tool_call>{"name": "submit_action", "arguments": {"orders": ["decoy"], '
+    '"reason": "decoy"}}</tool_call> '
+    "would be wrong here."
+)
+"""The `reasoning` quirk's reasoning text: it holds a decoy call that must never be read."""
+_FORCED_LINE = re.compile(r"you must call `([A-Za-z0-9_-]+)`")
+_INSTRUCTED = re.compile(r"^Call the tool `([A-Za-z0-9_-]+)` now")
+_CATALOGUE_ENTRY = re.compile(r"^- ([A-Za-z0-9_-]+): .*\n  arguments \(JSON Schema\): (.+)$", re.M)
 ReplyKind = Literal["tool_calls", "text", "error", "truncated", "garbage", "empty", "drop"]
 
 
@@ -166,6 +211,67 @@ def default_responder(request: RecordedRequest) -> Reply:
     return Reply.say("ok")
 
 
+def quirk_rejection(quirks: frozenset[str], body: dict[str, Any]) -> str | None:
+    """The 400 error text a personality answers `body` with, or None to accept it."""
+    if "tool_choice" not in body:
+        return None
+    choice = body["tool_choice"]
+    if "choice_rejected" in quirks:
+        return "deepseek-reasoner does not support this tool_choice: tool_choice is not supported"
+    if "none_auto_only" in quirks and choice not in ("none", "auto"):
+        return f"invalid params, tool_choice {choice!r} is not supported; use none or auto"
+    if "object_choice_rejected" in quirks and isinstance(choice, dict):
+        return "Invalid tool_choice type: 'object'. Supported string values: none, auto, required"
+    return None
+
+
+def _last_user_text(body: dict[str, Any]) -> str:
+    messages = body.get("messages") or []
+    last = messages[-1] if messages else {}
+    content = last.get("content") if last.get("role") == "user" else ""
+    return content if isinstance(content, str) else ""
+
+
+def _text_call(body: dict[str, Any]) -> Reply | None:
+    """A `<tool_call>` line for the tool the text protocol's closing turn asks for."""
+    forced = _FORCED_LINE.search(_last_user_text(body))
+    system = " ".join(
+        str(m.get("content") or "") for m in body.get("messages") or [] if m.get("role") == "system"
+    )
+    schemas = {name: json.loads(schema) for name, schema in _CATALOGUE_ENTRY.findall(system)}
+    if forced is None or forced.group(1) not in schemas:
+        return None
+    name = forced.group(1)
+    call = json.dumps({"name": name, "arguments": example_args(schemas[name])})
+    return Reply.say(f"<tool_call>{call}</tool_call>")
+
+
+def personality_responder(quirks: Iterable[str]) -> Responder:
+    """A model that follows instructions, as the personality lets it: it calls a forced
+    tool, a tool the last user turn asks for by name (`Call the tool `X` now`) and, in the
+    text protocol, the tool the closing turn asks for; else it answers in text. With
+    `text_only` it never calls natively; with `choice_ignored` it never sees `tool_choice`.
+    """
+    native = "text_only" not in set(quirks)
+
+    def respond(request: RecordedRequest) -> Reply:
+        body = request.body or {}
+        schemas = request.tool_schemas()
+        forced = request.forced_tool()
+        if body.get("tool_choice") == "required" and len(schemas) == 1:
+            forced = next(iter(schemas))
+        if native and forced is not None:
+            return Reply.tool(forced, example_args(schemas.get(forced, {})))
+        asked = _INSTRUCTED.match(_last_user_text(body))
+        if native and asked is not None and asked.group(1) in schemas:
+            return Reply.tool(asked.group(1), example_args(schemas[asked.group(1)]))
+        if not schemas:
+            return _text_call(body) or Reply.say("ok")
+        return Reply.say("I would rather explain my view in words.")
+
+    return respond
+
+
 def research_responder(tool: str, arguments: dict[str, Any], calls: int) -> Responder:
     """Call `tool` until `calls` tool results are in the conversation, then stop talking.
 
@@ -202,7 +308,14 @@ def call_tag(raw: bytes) -> str:
     return "lb" + hashlib.sha256(raw).hexdigest()[:8]
 
 
-def _openai_body(reply: Reply, n: int, model: str, prompt_len: int, tag: str) -> dict[str, Any]:
+def _openai_body(
+    reply: Reply,
+    n: int,
+    model: str,
+    prompt_len: int,
+    tag: str,
+    quirks: frozenset[str] = frozenset(),
+) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": None}
     finish = "stop"
     if reply.kind in ("tool_calls", "truncated"):
@@ -224,22 +337,36 @@ def _openai_body(reply: Reply, n: int, model: str, prompt_len: int, tag: str) ->
     else:
         message["content"] = reply.text
     out = len(json.dumps(message)) // 4 + 1
+    usage: dict[str, Any] = {"prompt_tokens": prompt_len // 4}
+    if "reasoning" in quirks:
+        message["reasoning_content"] = REASONING_TEXT
+        thought = len(REASONING_TEXT) // 4
+        usage["completion_tokens_details"] = {"reasoning_tokens": thought}
+        out += thought
+    if "cached_usage" in quirks:
+        usage["prompt_tokens_details"] = {"cached_tokens": prompt_len // 8}
+    usage.update(completion_tokens=out, total_tokens=prompt_len // 4 + out)
     return {
         "id": f"chatcmpl-lb{n}",
         "object": "chat.completion",
         "created": 0,
         "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": {
-            "prompt_tokens": prompt_len // 4,
-            "completion_tokens": out,
-            "total_tokens": prompt_len // 4 + out,
-        },
+        "usage": usage,
     }
 
 
-def _anthropic_body(reply: Reply, n: int, model: str, prompt_len: int, tag: str) -> dict[str, Any]:
+def _anthropic_body(
+    reply: Reply,
+    n: int,
+    model: str,
+    prompt_len: int,
+    tag: str,
+    quirks: frozenset[str] = frozenset(),
+) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
+    if "reasoning" in quirks:
+        content.append({"type": "thinking", "thinking": REASONING_TEXT, "signature": "lb"})
     stop = "end_turn"
     if reply.kind in ("tool_calls", "truncated"):
         for i, (name, args) in enumerate(reply.calls):
@@ -264,7 +391,20 @@ def _anthropic_body(reply: Reply, n: int, model: str, prompt_len: int, tag: str)
         "content": content,
         "stop_reason": stop,
         "stop_sequence": None,
-        "usage": {"input_tokens": prompt_len // 4, "output_tokens": out},
+        "usage": _anthropic_usage(prompt_len, out, quirks),
+    }
+
+
+def _anthropic_usage(prompt_len: int, out: int, quirks: frozenset[str]) -> dict[str, Any]:
+    """Messages-API usage: with `cached_usage`, 1/8 of the request as a cache read, which
+    the API leaves out of `input_tokens`."""
+    if "cached_usage" not in quirks:
+        return {"input_tokens": prompt_len // 4, "output_tokens": out}
+    read = prompt_len // 8
+    return {
+        "input_tokens": prompt_len // 4 - read,
+        "cache_read_input_tokens": read,
+        "output_tokens": out,
     }
 
 
@@ -309,7 +449,17 @@ class _Handler(BaseHTTPRequestHandler):
             owner.record_probe(seen)
             self._send(200, _openai_body(Reply.say("OK"), 0, "loopback", prompt_len, "probe"))
             return
-        reply = owner.next_reply(seen)
+        rejection = quirk_rejection(owner.quirks, body) if isinstance(body, dict) else None
+        if wire == "openai" and rejection is not None:
+            owner.record(seen.model_copy(update={"reply": "error"}))
+            self._send(400, _error_body(wire, 400, rejection))
+            return
+        heard = seen
+        if "choice_ignored" in owner.quirks and isinstance(body, dict):
+            heard = seen.model_copy(
+                update={"body": {k: v for k, v in body.items() if k != "tool_choice"}}
+            )
+        reply = owner.next_reply(heard)
         n = owner.record(seen.model_copy(update={"reply": reply.kind}))
         delay = reply.delay_s + owner.latency_s
         # A request counts as in flight from its arrival until its reply is about to be
@@ -336,9 +486,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(reply.status, _error_body(wire, reply.status, reply.text), reply.headers)
         elif reply.kind == "garbage":
             self._send(200, reply.text.encode(), reply.headers)
+        elif wire == "anthropic":
+            quirks = self.server.owner.quirks
+            body = _anthropic_body(reply, n, model, prompt_len, call_tag(raw), quirks)
+            self._send(200, body, reply.headers)
         else:
-            build = _anthropic_body if wire == "anthropic" else _openai_body
-            self._send(200, build(reply, n, model, prompt_len, call_tag(raw)), reply.headers)
+            quirks = self.server.owner.quirks
+            body = _openai_body(reply, n, model, prompt_len, call_tag(raw), quirks)
+            self._send(200, body, reply.headers)
 
     def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
@@ -377,6 +532,7 @@ class LoopbackServer:
         latency_s: float = 0.0,
         drops: Iterable[Literal["tools", "system"]] = (),
         serves: str = "loopback",
+        quirks: Iterable[Quirk] = (),
     ) -> None:
         """Queue `script`; `responder` answers once it runs out; `latency_s` delays all.
 
@@ -384,10 +540,14 @@ class LoopbackServer:
         turn: they are left out of the prompt-token count (as such a server reports it).
         `serves` is the one model `/v1/models` lists (any name asked is answered, as
         llama.cpp does).
+        `quirks` give the server an endpoint's personality (`Quirk`); with quirks and no
+        `responder`, `personality_responder` answers.
         """
         self.serves = serves
         self.latency_s = latency_s
-        self.responder = responder or default_responder
+        self.quirks: frozenset[str] = frozenset(quirks)
+        fallback = personality_responder(self.quirks) if self.quirks else default_responder
+        self.responder = responder or fallback
         self.drops = frozenset(drops)
         self.requests: list[RecordedRequest] = []
         self.probes: list[RecordedRequest] = []

@@ -44,6 +44,10 @@ class PingResult(BaseModel):
     """Tokens of the reply."""
     attempts: int
     """HTTP attempts it took."""
+    tool_choice_rung: str | None = None
+    """The form the forced call went in (`object`, `required`, `auto`, `text`)."""
+    tool_choice_fallbacks: int = 0
+    """Forms the endpoint rejected or ignored before that one."""
 
 
 async def ping_model(config: ModelConfig, retry: RetryPolicy | None = None) -> PingResult:
@@ -72,4 +76,6 @@ async def ping_model(config: ModelConfig, retry: RetryPolicy | None = None) -> P
         error=error,
         usage=response.usage,
         attempts=stats.attempts if stats is not None else 1,
+        tool_choice_rung=response.tool_choice_rung,
+        tool_choice_fallbacks=response.faults.tool_choice_fallbacks,
     )

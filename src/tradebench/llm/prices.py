@@ -11,7 +11,8 @@ genai-prices states prices per million tokens, some of them tiered by a request'
 tokens (the "cliff" model: past a threshold every token of that request pays the tier's
 rate). `Price.request_cost` applies those tiers per request; `Price.cost` prices a total at
 the base rate, which equals the sum of the requests' costs unless one request crossed a
-tier's threshold.
+tier's threshold. Input tokens read from the provider's prompt cache pay the table's
+cache-read rate (the input rate where it has none); reasoning tokens are output tokens.
 """
 
 from __future__ import annotations
@@ -57,22 +58,31 @@ class Price(BaseModel):
     tiers: tuple[PriceTier, ...] = ()
     """Higher rates for large requests, ascending by threshold (empty: one flat rate)."""
 
+    cache_read_per_mtok: float | None = Field(default=None, ge=0)
+    """Price of one million input tokens read from the provider's prompt cache (None: the
+    table has no such rate, and cached tokens pay the input rate)."""
+
     def cost(self, usage: Usage) -> float:
         """USD for `usage` at the base rate (use for totals over many requests)."""
-        return (
-            usage.input_tokens * self.input_per_mtok + usage.output_tokens * self.output_per_mtok
-        ) / 1e6
+        return self._at(self.input_per_mtok, self.output_per_mtok, usage)
 
     def request_cost(self, usage: Usage) -> float:
         """USD for one request's `usage`: the rate of the highest tier its input tokens
         exceed, applied to all its tokens (the base rate below every tier)."""
-        rate = self
+        rate: Price | PriceTier = self
         for tier in self.tiers:
             if usage.input_tokens > tier.above_input_tokens:
                 rate = tier
-        return (
-            usage.input_tokens * rate.input_per_mtok + usage.output_tokens * rate.output_per_mtok
-        ) / 1e6
+        return self._at(rate.input_per_mtok, rate.output_per_mtok, usage)
+
+    def _at(self, input_rate: float, output_rate: float, usage: Usage) -> float:
+        """USD at these input and output rates; cached input tokens at the cache-read rate.
+        Reasoning tokens are output tokens (providers bill them so) and pay the output
+        rate."""
+        cached = min(usage.cached_input_tokens, usage.input_tokens)
+        cached_rate = input_rate if self.cache_read_per_mtok is None else self.cache_read_per_mtok
+        fresh = usage.input_tokens - cached
+        return (fresh * input_rate + cached * cached_rate + usage.output_tokens * output_rate) / 1e6
 
 
 class PriceQuote(BaseModel):
@@ -106,6 +116,8 @@ class PriceQuote(BaseModel):
         if self.price is None:
             return f"{self.label}: price unknown (cost unknown)"
         rates = f"${self.price.input_per_mtok:g} in / ${self.price.output_per_mtok:g} out per MTok"
+        if self.price.cache_read_per_mtok is not None:
+            rates += f", ${self.price.cache_read_per_mtok:g} cached in"
         if self.price.tiers:
             rates += " (higher for large requests)"
         if self.source == "spec":
@@ -140,7 +152,13 @@ def _price(model_price: object) -> Price:
         tiers.append(
             PriceTier(above_input_tokens=start, input_per_mtok=rate_in, output_per_mtok=rate_out)
         )
-    return Price(input_per_mtok=base_in, output_per_mtok=base_out, tiers=tuple(tiers))
+    cache_read = getattr(model_price, "cache_read_mtok", None)
+    return Price(
+        input_per_mtok=base_in,
+        output_per_mtok=base_out,
+        tiers=tuple(tiers),
+        cache_read_per_mtok=None if cache_read is None else _per_mtok(cache_read)[0],
+    )
 
 
 def _effective_from(model: object, when: datetime) -> date | None:

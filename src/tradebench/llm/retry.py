@@ -159,6 +159,9 @@ async def call_with_retries(
             waited += delay
             await asyncio.sleep(delay)
         except ProviderError as exc:
+            if getattr(exc, "caller_recovers", False):  # e.g. a tool_choice form refused
+                log.info("%s attempt %d refused: %s", label, attempt, exc)
+                raise
             stats.failures += 1
             log.error("%s attempt %d failed (not retryable): %s", label, attempt, exc)
             raise

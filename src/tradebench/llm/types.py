@@ -20,6 +20,13 @@ ToolChoice = Literal["auto", "none", "required"] | str
 """`auto` (model decides), `none` (no tools), `required` (some tool), or a tool name."""
 
 ToolProtocol = Literal["auto", "native", "text"]
+Rung = Literal["object", "required", "auto", "text"]
+"""How a forced tool call went over the wire, from the strongest form down (the ladder of
+`openai_provider`): `tool_choice` as the object naming the tool; `required` with only that
+tool offered; no `tool_choice` (the default, auto) with only that tool offered and an
+instruction to call it; the text protocol (catalogue in the prompt, call read from text)."""
+RUNGS: tuple[Rung, ...] = ("object", "required", "auto", "text")
+ForcedChoice = Literal["ladder", "object", "required", "auto", "text"]
 PROVIDERS = ("openai", "anthropic")
 _SECRET_KEY = re.compile(r"(?i)(api[-_]?key|authorization|secret|password|bearer|access[-_]?token)")
 
@@ -111,11 +118,20 @@ class Usage(BaseModel):
     """Prompt tokens billed."""
     output_tokens: int = 0
     """Completion tokens billed."""
+    cached_input_tokens: int = 0
+    """Of `input_tokens`, those read from the provider's prompt cache (billed at the cache
+    read rate where the price table has one)."""
+    reasoning_tokens: int = 0
+    """Of `output_tokens`, those spent on reasoning (billed as output tokens)."""
 
     @property
     def total(self) -> int:
         """Input plus output tokens."""
         return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        """Field-wise sum."""
+        return Usage(**{k: getattr(self, k) + getattr(other, k) for k in Usage.model_fields})
 
 
 FAULT_KINDS = ("http_429", "http_5xx", "timeout", "connection")
@@ -147,6 +163,10 @@ class CallFaults(BaseModel):
     """Attempts whose connection failed or was dropped before a reply."""
     other: int = 0
     """Attempts answered with another retryable status (HTTP 408, 409, 425)."""
+    tool_choice_fallbacks: int = 0
+    """Steps down the forced-call ladder this request took: the endpoint rejected the
+    `tool_choice` form sent (HTTP 400 naming it) or its reply ignored the forced tool, and
+    the request was sent again in the next form (`ChatResponse.tool_choice_rung`)."""
     retry_wait_s: float = 0.0
     """Seconds of backoff slept between attempts, as scheduled (Retry-After honoured)."""
     failed_attempt_s: float = 0.0
@@ -190,11 +210,18 @@ class ChatResponse(BaseModel):
     faults: CallFaults = Field(default_factory=CallFaults)
     """Retries and transient faults of the request at the endpoint (never cached: a
     cached reply has none)."""
+    reasoning: str = ""
+    """The model's reasoning text (`reasoning_content`, thinking blocks): kept for the
+    trace, never read as the answer or for tool calls."""
+    tool_choice_rung: Rung | None = None
+    """How the forced tool was asked for (see `Rung`); None when no tool was forced.
+    Stored with the reply, so a replay reports the rung the live run used."""
 
     @property
     def http_attempts(self) -> int:
-        """HTTP attempts this reply took: 0 from the cache, else 1 + `faults.retries`."""
-        return 0 if self.cached else 1 + self.faults.retries
+        """HTTP attempts this reply took: 0 from the cache, else 1 + `faults.retries` +
+        `faults.tool_choice_fallbacks`."""
+        return 0 if self.cached else 1 + self.faults.retries + self.faults.tool_choice_fallbacks
 
 
 class ModelConfig(BaseModel):
@@ -223,6 +250,11 @@ class ModelConfig(BaseModel):
     text: for servers whose chat template drops tools), or `auto`: native, except that a
     custom `base_url` is probed once for a template that drops tools or the system turn,
     and gets `text` (and the system text folded into the first user turn) if so."""
+    forced_choice: ForcedChoice = "ladder"
+    """How a forced tool call is sent (OpenAI-compatible endpoints): `ladder` starts with
+    the object form of `tool_choice` and steps down (`required`, `auto` with an
+    instruction, the text protocol) when the endpoint rejects a form or ignores it; a
+    rung's name pins that form (no probing, no fallback)."""
 
     @field_validator("base_url")
     @classmethod

@@ -161,6 +161,8 @@ class MetricPanel(BaseModel):
     """Seconds of backoff slept between attempts."""
     failed_attempt_s: Metric = None
     """Wall seconds spent in failed attempts."""
+    tool_choice_fallbacks: Count = None
+    """Steps down the forced-call ladder (a `tool_choice` form rejected or ignored)."""
 
     def to_json(self) -> str:
         """The `metrics.json` text: indented JSON, undefined metrics as `null`."""

@@ -24,7 +24,7 @@ __all__ = [
     "tool_validity_rate",
 ]
 
-FAULT_COUNT_COLUMNS = (
+_ENDPOINT_COUNTS = (
     "faults_429",
     "faults_5xx",
     "faults_timeout",
@@ -32,12 +32,15 @@ FAULT_COUNT_COLUMNS = (
     "faults_other",
     "http_retries",
 )
+FAULT_COUNT_COLUMNS = (*_ENDPOINT_COUNTS, "tool_choice_fallbacks")
 """Per-step endpoint counts: transient faults by kind (HTTP 429; retryable 5xx; timeouts;
-dropped connections; other retryable statuses, 408/409/425) and the HTTP retries they
-caused, summed over the step's model calls."""
-FAULT_COLUMNS = (*FAULT_COUNT_COLUMNS, "retry_wait_s", "failed_attempt_s")
-"""The endpoint-fault step columns: the counts, then the backoff slept and the wall time
-lost in failed attempts (seconds). The panel's per-episode totals carry the same names."""
+dropped connections; other retryable statuses, 408/409/425), the HTTP retries they
+caused, and the steps down the forced-call ladder (a `tool_choice` form the endpoint
+rejected or ignored), summed over the step's model calls."""
+FAULT_COLUMNS = (*_ENDPOINT_COUNTS, "retry_wait_s", "failed_attempt_s", "tool_choice_fallbacks")
+"""The endpoint-fault step columns: the fault and retry counts, the backoff slept and the
+wall time lost in failed attempts (seconds), then the forced-call ladder's steps (the
+column added last). The panel's per-episode totals carry the same names."""
 
 
 def parse_failure_rate(fallback: ArrayLike) -> float:

@@ -323,8 +323,10 @@ def faults_section(run: RunData, options: ReportOptions) -> Section | None:
         "Sums over the cell's episodes of the transient faults the endpoint answered "
         "with (HTTP 429; retryable 5xx; timeouts; dropped connections; other retryable "
         "statuses 408/409/425), the HTTP retries they caused, the seconds of backoff slept "
-        "(Retry-After honoured) and the seconds spent in failed attempts. Replies served "
-        "from the cache meet no endpoint and count 0; null: not recorded."
+        "(Retry-After honoured), the seconds spent in failed attempts, and the steps down "
+        "the forced-call ladder (tool_choice_fallbacks: a tool_choice form the endpoint "
+        "rejected or ignored, sent again in a weaker form). Replies served from the cache "
+        "meet no endpoint and count 0; null: not recorded."
     )
     shown = faults.drop(columns=["agent", "mode", "mask"])
     classes = {c: "num" for c in shown.columns if c != "cell"}

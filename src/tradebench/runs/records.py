@@ -255,6 +255,9 @@ class StepRow:
     honoured)."""
     failed_attempt_s: float | None = None
     """Wall seconds spent in the attempts that failed (waiting out a timeout, say)."""
+    tool_choice_fallbacks: int | None = None
+    """Steps down the forced-call ladder: `tool_choice` forms the endpoint rejected or
+    ignored before the form that worked (see `llm.openai_provider`)."""
 
 
 def fault_values(faults: CallFaults | None) -> dict[str, Any]:
@@ -272,6 +275,7 @@ def fault_values(faults: CallFaults | None) -> dict[str, Any]:
         "http_retries": faults.retries,
         "retry_wait_s": faults.retry_wait_s,
         "failed_attempt_s": faults.failed_attempt_s,
+        "tool_choice_fallbacks": faults.tool_choice_fallbacks,
     }
 
 

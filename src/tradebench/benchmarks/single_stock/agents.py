@@ -64,6 +64,8 @@ class StepDecision:
     """Seconds of backoff slept between those attempts."""
     failed_attempt_s: float | None = None
     """Wall seconds spent in the attempts that failed."""
+    tool_choice_fallbacks: int | None = None
+    """Steps down the forced-call ladder (a `tool_choice` form rejected or ignored)."""
     trace: dict[str, Any] | None = None
     """Masked conversation and call records (models only), written to trace.jsonl."""
 
