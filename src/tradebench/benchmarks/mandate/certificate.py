@@ -58,7 +58,8 @@ CERTIFICATE_FILE = "certificate.json"
 RUN_TABLE_FILE = "certificate.parquet"
 Verdict = Literal["PASS", "FAIL", "UNKNOWN"]
 Rule = Literal[
-    "gate", "unknown_record", "capture_hash", "provenance_date", "filing_period", "cutoff"
+    "gate", "unknown_record", "capture_hash", "provenance_date", "filing_period", "cutoff",
+    "measured_horizon",
 ]
 SEVERITY: dict[str, int] = {"PASS": 0, "UNKNOWN": 1, "FAIL": 2}
 """Order of verdicts when combining episodes: the worst wins."""
