@@ -42,7 +42,11 @@ def questions_cmd(
     result = write_question_set(dataset, start, end, out, per_month, seed, chosen)  # type: ignore[arg-type]
     table = Table("kind", "questions", "answer letters")
     for kind, letters in result.counts().items():
-        table.add_row(kind, str(sum(letters.values())), " ".join(f"{k}:{v}" for k, v in sorted(letters.items())))
+        table.add_row(
+            kind,
+            str(sum(letters.values())),
+            " ".join(f"{k}:{v}" for k, v in sorted(letters.items())),
+        )
     console.print(table)
     console.print(f"wrote {result.path} ({len(result.questions)} questions)")
     if result.mismatches:
@@ -83,7 +87,9 @@ def show_cmd(
     from tradebench.benchmarks.horizon.results import write_results
 
     result, files = write_results(run_dir)
-    table = Table("agent", "horizon", "90% interval", "valid", "powered", "blinded", "after serving")
+    table = Table(
+        "agent", "horizon", "90% interval", "valid", "powered", "blinded", "after serving"
+    )
     for h in result.agents:
         ctl = {c.name: c for c in h.controls}
         cells = [
@@ -92,7 +98,9 @@ def show_cmd(
         ]
         span = f"{h.horizon_low or 'none'} .. {h.horizon_high or 'none'}"
         horizon = (h.horizon or "none") + (" (censored)" if h.censored else "")
-        table.add_row(h.agent, horizon, span, "yes" if h.valid else "NO", "yes" if h.powered else "no", *cells)
+        table.add_row(
+            h.agent, horizon, span, "yes" if h.valid else "NO", "yes" if h.powered else "no", *cells
+        )
     console.print(table)
     for f in files:
         console.print(f"wrote {f}")
@@ -116,7 +124,13 @@ def certify_cmd(
     rows = certify_run(mandate_run, read_horizons(probe))
     table = Table("episode", "stated", "measured horizon", "verdict", "finding")
     for r in rows.itertuples():
-        table.add_row(r.episode_id, r.stated_verdict, r.measured_horizon or "none", r.verdict, r.measured_finding)
+        table.add_row(
+            r.episode_id,
+            r.stated_verdict,
+            r.measured_horizon or "none",
+            r.verdict,
+            r.measured_finding,
+        )
     console.print(table)
     console.print(f"wrote {Path(mandate_run) / MEASURED_FILE}")
 
@@ -125,7 +139,9 @@ def certify_cmd(
 @exits_on_error
 def windows_cmd(
     probe: Annotated[Path, typer.Argument(help="A horizon run folder or its horizon.json.")],
-    margin_months: Annotated[int, typer.Option("--margin-months", min=0, help="Months to add.")] = 0,
+    margin_months: Annotated[
+        int, typer.Option("--margin-months", min=0, help="Months to add.")
+    ] = 0,
 ) -> None:
     """The first day an evaluation window may start for each probed model.
 
@@ -136,6 +152,8 @@ def windows_cmd(
 
     table = Table("agent", "measured horizon", "first window start")
     for agent, h in read_horizons(probe).items():
-        start = first_window_start(h, margin_months).isoformat() if h.valid else "none (invalid curve)"
+        start = (
+            first_window_start(h, margin_months).isoformat() if h.valid else "none (invalid curve)"
+        )
         table.add_row(agent, h.horizon or "none", start)
     console.print(table)

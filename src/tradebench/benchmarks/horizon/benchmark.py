@@ -36,9 +36,7 @@ QUESTIONS_FILE = "questions.jsonl"
 ANSWERS_FILE = "answers.parquet"
 
 
-def episode_questions(
-    dataset: Dataset, ref: EpisodeRef, options: HorizonOptions
-) -> list[Question]:
+def episode_questions(dataset: Dataset, ref: EpisodeRef, options: HorizonOptions) -> list[Question]:
     """The questions of an episode's span (the same for every agent, mask and seed)."""
     return build_questions(
         dataset,
@@ -58,7 +56,11 @@ async def _ask(model: ChatModel, text: str, seed: int) -> str:
 def _answer_line(q: Question, reply: str) -> dict[str, Any]:
     letter = parse_letter(reply)
     valid = letter is not None and "ABCD".index(letter) < len(q.options)
-    return {"id": q.id, "letter": letter if valid else None, "correct": valid and letter == q.answer}
+    return {
+        "id": q.id,
+        "letter": letter if valid else None,
+        "correct": valid and letter == q.answer,
+    }
 
 
 def answers_table(questions: list[Question], lines: list[dict[str, Any]]) -> pd.DataFrame:
@@ -94,7 +96,9 @@ class HorizonBenchmark:
         """Models x windows x seeds x masks; refuses rule agents and other mask levels."""
         rules = [a.name for a in spec.agents if not a.is_llm]
         if rules:
-            raise ConfigError(f"horizon asks models; {rules} are rule agents with nothing to remember")
+            raise ConfigError(
+                f"horizon asks models; {rules} are rule agents with nothing to remember"
+            )
         odd = [m for m in spec.masks if m not in MASKS]
         if odd or "bright" not in spec.masks:
             raise ConfigError(

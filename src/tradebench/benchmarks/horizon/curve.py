@@ -214,7 +214,10 @@ class _Pooled:
 def _rule(
     correct: np.ndarray, month_tails: list[np.ndarray], pooled: _Pooled, alpha: float, run: int
 ) -> int | None:
-    above = [float(t[k]) < alpha if k < len(t) else True for t, k in zip(month_tails, correct, strict=True)]
+    above = [
+        float(t[k]) < alpha if k < len(t) else True
+        for t, k in zip(month_tails, correct, strict=True)
+    ]
     h = change_point(above, run)
     if h is None:
         return None

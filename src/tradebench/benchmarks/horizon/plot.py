@@ -24,30 +24,61 @@ def horizon_figure(h: Horizon) -> go.Figure:
     fig = go.Figure()
     curve = [r for r in h.months if r.role == "curve"]
     after = [r for r in h.months if r.role != "curve"]
-    fig.add_scatter(x=[r.month for r in curve], y=[r.accuracy for r in curve],
-                    error_y=_bars(curve), mode="lines+markers", name="accuracy (95% Wilson)")
+    fig.add_scatter(
+        x=[r.month for r in curve],
+        y=[r.accuracy for r in curve],
+        error_y=_bars(curve),
+        mode="lines+markers",
+        name="accuracy (95% Wilson)",
+    )
     if after:
-        fig.add_scatter(x=[r.month for r in after], y=[r.accuracy for r in after],
-                        error_y=_bars(after), mode="markers", marker={"color": "grey"},
-                        name="after serving date (control)")
+        fig.add_scatter(
+            x=[r.month for r in after],
+            y=[r.accuracy for r in after],
+            error_y=_bars(after),
+            mode="markers",
+            marker={"color": "grey"},
+            name="after serving date (control)",
+        )
     if h.blinded_months:
         b = h.blinded_months
-        fig.add_scatter(x=[r.month for r in b], y=[r.accuracy for r in b], mode="markers",
-                        marker={"symbol": "x", "color": "purple"}, name="blinded (control)")
-    fig.add_scatter(x=[r.month for r in h.months], y=[r.chance for r in h.months],
-                    mode="lines", line={"dash": "dash", "color": "black"}, name="chance")
+        fig.add_scatter(
+            x=[r.month for r in b],
+            y=[r.accuracy for r in b],
+            mode="markers",
+            marker={"symbol": "x", "color": "purple"},
+            name="blinded (control)",
+        )
+    fig.add_scatter(
+        x=[r.month for r in h.months],
+        y=[r.chance for r in h.months],
+        mode="lines",
+        line={"dash": "dash", "color": "black"},
+        name="chance",
+    )
     if h.horizon_low and h.horizon_high:
-        fig.add_shape(type="rect", x0=h.horizon_low, x1=h.horizon_high, y0=0, y1=1,
-                      yref="paper", fillcolor="orange", opacity=0.2, line_width=0)
+        fig.add_shape(
+            type="rect",
+            x0=h.horizon_low,
+            x1=h.horizon_high,
+            y0=0,
+            y1=1,
+            yref="paper",
+            fillcolor="orange",
+            opacity=0.2,
+            line_width=0,
+        )
     if h.horizon:
         label = f"horizon {h.horizon}" + (" (censored)" if h.censored else "")
-        fig.add_shape(type="line", x0=h.horizon, x1=h.horizon, y0=0, y1=1, yref="paper",
-                      line={"color": "red"})
+        fig.add_shape(
+            type="line", x0=h.horizon, x1=h.horizon, y0=0, y1=1, yref="paper", line={"color": "red"}
+        )
         fig.add_annotation(x=h.horizon, y=1.02, yref="paper", text=label, showarrow=False)
     state = "valid" if h.valid else "INVALID: a control is above chance"
     fig.update_layout(
         title=f"{h.agent}: accuracy by month ({state})",
-        xaxis_title="month of the fact", xaxis_type="category", yaxis_title="accuracy", yaxis_range=[0, 1.05],
+        xaxis_title="month of the fact", xaxis_type="category",
+        yaxis_title="accuracy", yaxis_range=[0, 1.05],
         template="plotly_white", height=420,
     )  # fmt: skip
     return fig

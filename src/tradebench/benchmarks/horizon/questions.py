@@ -314,7 +314,9 @@ def month_questions(
     (no records that month, a one-way index) is shared among the kinds that made their
     whole share, for up to three rounds. Ids are numbered per kind."""
     made: dict[Kind, list[Question]] = {k: [] for k in kinds}
-    wanted = {k: per_month // len(kinds) + (i < per_month % len(kinds)) for i, k in enumerate(kinds)}
+    wanted = {
+        k: per_month // len(kinds) + (i < per_month % len(kinds)) for i, k in enumerate(kinds)
+    }
     active = list(kinds)
     for round_ in range(3):
         for kind in active:
@@ -338,14 +340,20 @@ def month_questions(
 
 
 def build_questions(
-    dataset: Dataset, start: str, end: str, per_month: int, seed: int,
+    dataset: Dataset,
+    start: str,
+    end: str,
+    per_month: int,
+    seed: int,
     kinds: tuple[Kind, ...] = KINDS,
 ) -> list[Question]:
     """Every question of the calendar months from `start` to `end` (inclusive) that the
     dataset's trading calendar covers, month by month in calendar order."""
     panel = dataset.panel
     months = pd.DatetimeIndex(panel.dates).to_period("M")
-    names = dict(zip(dataset.instruments["symbol"], dataset.instruments["name"].fillna(""), strict=True))
+    names = dict(
+        zip(dataset.instruments["symbol"], dataset.instruments["name"].fillna(""), strict=True)
+    )
     news = headline_table(dataset)
     out: list[Question] = []
     for month in pd.period_range(pd.Period(start, "M"), pd.Period(end, "M"), freq="M"):

@@ -88,7 +88,9 @@ def _blinded(q: Question, calendar: np.ndarray) -> str:
     alias = masker.alias_of
     label = masker.day_label
     if q.kind == "best_week":
-        days = calendar[(calendar >= np.datetime64(q.dates[0])) & (calendar <= np.datetime64(q.dates[1]))]
+        days = calendar[
+            (calendar >= np.datetime64(q.dates[0])) & (calendar <= np.datetime64(q.dates[1]))
+        ]
         ask = (
             f"Which of these four stocks had the highest total return from the close before "
             f"{label(days[0])} to the close of {label(days[-1])}?"
@@ -99,7 +101,9 @@ def _blinded(q: Question, calendar: np.ndarray) -> str:
         opts = list(q.options)
     elif q.kind == "close_of":
         factor = float(np.exp(np.random.default_rng(_seed(q.id)).uniform(np.log(0.2), np.log(5))))
-        ask = f"Which of these was the closing price of {alias[q.symbols[0]]} on {label(q.dates[0])}?"
+        ask = (
+            f"Which of these was the closing price of {alias[q.symbols[0]]} on {label(q.dates[0])}?"
+        )
         opts = [f"{float(v) * factor:.2f}" for v in q.options]
     else:
         who = alias[q.symbols[0]]

@@ -19,8 +19,10 @@ def _verdict(h: Any) -> str:
         return f"no horizon: no month before the first run of {h.run} at-chance months"
     span = f"{h.horizon_low or 'none'} .. {h.horizon_high or 'none'}"
     more = " (censored: above chance through the last curve month)" if h.censored else ""
-    return f"measured horizon {h.horizon}{more}; 90% bootstrap interval {span}; " \
+    return (
+        f"measured horizon {h.horizon}{more}; 90% bootstrap interval {span}; "
         f"{h.no_horizon_share:.0%} of resamples show none"
+    )
 
 
 def horizon_section(run: RunData, options: Any) -> Section | None:

@@ -56,7 +56,9 @@ def analyse_run(run_dir: Path) -> HorizonFile:
     run_dir = Path(run_dir)
     spec = read_spec(run_dir)
     if spec.get("benchmark") != "horizon":
-        raise ConfigError(f"{run_dir} is not a horizon run (its spec.yaml names no `benchmark: horizon`)")
+        raise ConfigError(
+            f"{run_dir} is not a horizon run (its spec.yaml names no `benchmark: horizon`)"
+        )
     options = HorizonOptions.model_validate(spec.get("options") or {})
     seed = int((spec.get("seeds") or [0])[0])
     answers = _answers(run_dir)
@@ -78,7 +80,9 @@ def analyse_run(run_dir: Path) -> HorizonFile:
             )
         )  # fmt: skip
     if not out:
-        raise ConfigError(f"{run_dir} has no finished horizon episode; run it with `tradebench run`")
+        raise ConfigError(
+            f"{run_dir} has no finished horizon episode; run it with `tradebench run`"
+        )
     return HorizonFile(agents=out)
 
 

@@ -60,7 +60,7 @@ Verdict = Literal["PASS", "FAIL", "UNKNOWN"]
 Rule = Literal[
     "gate", "unknown_record", "capture_hash", "provenance_date", "filing_period", "cutoff",
     "measured_horizon",
-]
+]  # fmt: skip
 SEVERITY: dict[str, int] = {"PASS": 0, "UNKNOWN": 1, "FAIL": 2}
 """Order of verdicts when combining episodes: the worst wins."""
 PERIODIC_FORMS = ("10-K", "10-Q")
