@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ import pandas as pd
 
 from tradebench.benchmarks.horizon.options import HorizonOptions
 from tradebench.benchmarks.horizon.questions import Question, build_questions
-from tradebench.benchmarks.horizon.render import prompt
+from tradebench.benchmarks.horizon.render import identities, prompt
 from tradebench.benchmarks.horizon.report import HORIZON_SECTIONS
 from tradebench.benchmarks.mcq.eval.parse import parse_letter
 from tradebench.data.dataset import Dataset
@@ -53,8 +54,21 @@ async def _ask(model: ChatModel, text: str, seed: int) -> str:
     return reply.message.content or ""
 
 
-def _answer_line(q: Question, reply: str) -> dict[str, Any]:
+_LEADING = re.compile(r"^\s*[*_(\[]*(?P<letter>[A-D])(?:[)\].:,*_]|\s|$)")
+
+
+def read_letter(reply: str) -> str | None:
+    """The letter a reply chooses: an accepted MCQ form (`parse_letter`), else a reply
+    that opens with the letter and a delimiter or space (`A. 17.57`, `(B)`, `C`)."""
     letter = parse_letter(reply)
+    if letter is not None:
+        return letter
+    match = _LEADING.match(reply)
+    return match.group("letter") if match else None
+
+
+def _answer_line(q: Question, reply: str) -> dict[str, Any]:
+    letter = read_letter(reply)
     valid = letter is not None and "ABCD".index(letter) < len(q.options)
     return {
         "id": q.id,
@@ -128,10 +142,10 @@ class HorizonBenchmark:
         file.write_text("".join(q.model_dump_json() + "\n" for q in questions))
         journal = ctx.journal()
         lines = journal.restore()
-        calendar = ctx.dataset.panel.dates
+        calendar, who = ctx.dataset.panel.dates, identities(ctx.dataset)
         for start in range(len(lines), len(questions), options.concurrency):
             batch = questions[start : start + options.concurrency]
-            texts = [prompt(q, ref.mask, calendar) for q in batch]  # type: ignore[arg-type]
+            texts = [prompt(q, ref.mask, calendar, who) for q in batch]  # type: ignore[arg-type]
             replies = await asyncio.gather(*(_ask(ctx.model, t, ref.seed) for t in texts))
             for i, (q, reply) in enumerate(zip(batch, replies, strict=True)):
                 lines.append(_answer_line(q, reply))

@@ -20,7 +20,7 @@ class HorizonOptions(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
-    questions_per_month: int = Field(default=DEFAULT_PER_MONTH, ge=4, le=2000)
+    questions_per_month: int = Field(default=DEFAULT_PER_MONTH, ge=1, le=2000)
     """Questions asked per calendar month (bright; blinded asks the same ones)."""
     kinds: tuple[Kind, ...] = Field(default=KINDS, min_length=1)
     """Question kinds to draw from (a kind the data cannot make is skipped that month)."""

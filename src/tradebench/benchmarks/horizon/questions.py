@@ -96,9 +96,11 @@ class MonthData:
     """`headline_table(dataset)`, computed once per question set."""
 
 
-def balanced_letters(n: int, k: int, rng: np.random.Generator) -> list[str]:
-    """`n` answer letters among the first `k`, as equal in count as n allows, shuffled."""
-    letters = [LETTERS[i % k] for i in range(n)]
+def balanced_letters(n: int, k: int, rng: np.random.Generator, start: int = 0) -> list[str]:
+    """`n` answer letters among the first `k`, shuffled: the cycle A, B, .. continued from
+    position `start` (what earlier draws of the same month and kind used), so the letters
+    of a month's kind stay as equal in count as their number allows."""
+    letters = [LETTERS[(start + i) % k] for i in range(n)]
     return [letters[i] for i in rng.permutation(n)]
 
 
@@ -111,7 +113,7 @@ def _ok(panel, t: int, j: int) -> bool:
     return bool(panel.listed[t, j] and not panel.suspended[t, j])
 
 
-def best_week(md: MonthData, n: int, rng: np.random.Generator) -> list[Question]:
+def best_week(md: MonthData, n: int, rng: np.random.Generator, start: int = 0) -> list[Question]:
     """`n` which-stock-returned-most questions (see the module docstring)."""
     panel = md.dataset.panel
     calendar = pd.DatetimeIndex(panel.dates)
@@ -128,7 +130,7 @@ def best_week(md: MonthData, n: int, rng: np.random.Generator) -> list[Question]
     if not weeks:
         return out
     close = panel.adjusted["adj_close"]
-    for letter in balanced_letters(n, 4, rng):
+    for letter in balanced_letters(n, 4, rng, start):
         for _ in range(50):
             monday, friday, rows = weeks[rng.integers(len(weeks))]
             t0, t1 = rows[0] - 1, rows[-1]
@@ -161,8 +163,9 @@ def best_week(md: MonthData, n: int, rng: np.random.Generator) -> list[Question]
     return out
 
 
-def index_higher(md: MonthData, n: int, rng: np.random.Generator) -> list[Question]:
-    """Up to `n` index comparisons, answers and date order balanced (module docstring)."""
+def index_higher(md: MonthData, n: int, rng: np.random.Generator, start: int = 0) -> list[Question]:
+    """Up to `n` index comparisons, answers and date order balanced by construction
+    (module docstring; `start` is not needed)."""
     panel = md.dataset.panel
     closes = panel.index["close"][md.rows]
     rows = md.rows[np.isfinite(closes)]
@@ -196,7 +199,7 @@ def index_higher(md: MonthData, n: int, rng: np.random.Generator) -> list[Questi
     return [out[k] for k in rng.permutation(len(out))]
 
 
-def close_of(md: MonthData, n: int, rng: np.random.Generator) -> list[Question]:
+def close_of(md: MonthData, n: int, rng: np.random.Generator, start: int = 0) -> list[Question]:
     """`n` which-close-was-it questions (see the module docstring)."""
     panel = md.dataset.panel
     close = panel.fields["close"]
@@ -205,7 +208,7 @@ def close_of(md: MonthData, n: int, rng: np.random.Generator) -> list[Question]:
     out: list[Question] = []
     if not len(cells):
         return out
-    for letter in balanced_letters(n, 4, rng):
+    for letter in balanced_letters(n, 4, rng, start):
         for _ in range(50):
             r, j = cells[rng.integers(len(cells))]
             t = int(md.rows[r])
@@ -262,7 +265,7 @@ def headline_table(dataset: Dataset) -> pd.DataFrame:
     return frame[once].drop_duplicates(["symbol", "title"]).reset_index(drop=True)
 
 
-def headline(md: MonthData, n: int, rng: np.random.Generator) -> list[Question]:
+def headline(md: MonthData, n: int, rng: np.random.Generator, start: int = 0) -> list[Question]:
     """Up to `n` which-headline-appeared-that-day questions (see the module docstring)."""
     news = md.headlines
     if news.empty:
@@ -271,7 +274,7 @@ def headline(md: MonthData, n: int, rng: np.random.Generator) -> list[Question]:
     out: list[Question] = []
     if in_month.empty:
         return out
-    for letter in balanced_letters(n, 4, rng):
+    for letter in balanced_letters(n, 4, rng, start):
         for _ in range(50):
             row = in_month.iloc[rng.integers(len(in_month))]
             same = news[(news["symbol"] == row["symbol"]) & (news["day"] != row["day"])]
@@ -299,7 +302,7 @@ def headline(md: MonthData, n: int, rng: np.random.Generator) -> list[Question]:
     return out
 
 
-GENERATORS: dict[Kind, Callable[[MonthData, int, np.random.Generator], list[Question]]] = {
+GENERATORS: dict[Kind, Callable[[MonthData, int, np.random.Generator, int], list[Question]]] = {
     "best_week": best_week,
     "index_higher": index_higher,
     "close_of": close_of,
@@ -325,7 +328,7 @@ def month_questions(
                 rng = np.random.default_rng(
                     [seed, md.month.year, md.month.month, KINDS.index(kind), round_]
                 )
-                made[kind] += GENERATORS[kind](md, need, rng)
+                made[kind] += GENERATORS[kind](md, need, rng, len(made[kind]))
         short = per_month - sum(len(v) for v in made.values())
         active = [k for k in active if len(made[k]) >= wanted[k]]
         if short <= 0 or not active:

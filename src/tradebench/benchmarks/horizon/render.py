@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from tradebench.benchmarks.horizon.questions import LETTERS, Question
+from tradebench.data.dataset import Dataset
 from tradebench.masking import MaskLevel, build_masker
 
 _SUFFIX = re.compile(
@@ -81,9 +84,9 @@ def _compose(header: str, ask: str, options: list[str]) -> str:
     return "\n".join([*lines, "", f"Reply with the letter of your answer only ({letters})."])
 
 
-def _blinded(q: Question, calendar: np.ndarray) -> str:
+def _blinded(q: Question, calendar: np.ndarray, who: Identities) -> str:
     first = calendar[np.searchsorted(calendar, np.datetime64(f"{q.month}-01", "D"))]
-    symbols = sorted(set(q.symbols))
+    symbols = sorted(set(q.symbols) | (set(who.symbols) if q.kind == "headline" else set()))
     masker = build_masker("blinded", symbols, calendar, first, _seed(q.id), q.id)
     alias = masker.alias_of
     label = masker.day_label
@@ -104,22 +107,49 @@ def _blinded(q: Question, calendar: np.ndarray) -> str:
         ask = (
             f"Which of these was the closing price of {alias[q.symbols[0]]} on {label(q.dates[0])}?"
         )
-        opts = [f"{float(v) * factor:.2f}" for v in q.options]
+        opts = [f"{float(v) * factor:.5g}" for v in q.options]  # 5 significant digits
     else:
-        who = alias[q.symbols[0]]
-        ask = f"Which of these headlines about {who} was published on {label(q.dates[0])}?"
-        opts = [_hide(text, q.symbols[0], q.names[0], who, masker.mask_text) for text in q.options]
+        ask = (
+            f"Which of these headlines about {alias[q.symbols[0]]} was published on "
+            f"{label(q.dates[0])}?"
+        )
+        alias_ = alias[q.symbols[0]]
+        opts = [_hide(t, q.symbols[0], q.names[0], alias_, masker, who) for t in q.options]
     header = "Market: an unnamed month; days are counted in trading days from its first one."
     return _compose(header, ask, opts)
 
 
-def _hide(text: str, symbol: str, name: str, alias: str, mask_text) -> str:
+def _hide(text: str, symbol: str, name: str, alias: str, masker: Any, who: Identities) -> str:
     for form in sorted([*name_forms(name), symbol], key=len, reverse=True):
         text = re.sub(rf"(?<![\w$]){re.escape(form)}(?!\w)", alias, text, flags=re.IGNORECASE)
-    return mask_text(text)
+    if who.names is not None:
+        text = who.names.sub("a company", text)
+    return masker.mask_text(text)
 
 
-def prompt(q: Question, level: MaskLevel, calendar: np.ndarray) -> str:
+@dataclass(frozen=True)
+class Identities:
+    """Every company of a dataset, to hide from free text: its symbols (rewritten to
+    aliases) and one pattern of every form of every name (rewritten to "a company")."""
+
+    symbols: tuple[str, ...] = ()
+    names: re.Pattern[str] | None = None
+
+
+def identities(dataset: Dataset) -> Identities:
+    """The `Identities` of a dataset's instruments."""
+    frame = dataset.instruments
+    forms = {f for n in frame["name"].dropna() for f in name_forms(str(n)) if len(f) >= 3}
+    ordered = sorted(forms, key=len, reverse=True)
+    names = "|".join(re.escape(f) for f in ordered)
+    pattern = re.compile(rf"(?<![\w$])(?:{names})(?!\w)", re.IGNORECASE) if ordered else None
+    return Identities(tuple(str(s) for s in frame["symbol"]), pattern)
+
+
+def prompt(
+    q: Question, level: MaskLevel, calendar: np.ndarray, who: Identities | None = None
+) -> str:
     """The user message asking `q` at `level` (`bright` or `blinded`); `calendar` is the
-    dataset's trading calendar (datetime64[D]), which relative day labels count on."""
-    return _bright(q) if level == "bright" else _blinded(q, calendar)
+    dataset's trading calendar (datetime64[D]), which relative day labels count on, and
+    `who` the dataset's companies, hidden from blinded headlines (`identities`)."""
+    return _bright(q) if level == "bright" else _blinded(q, calendar, who or Identities())
