@@ -56,8 +56,9 @@ class RawData:
         """Index close by date."""
         if self._index is None:
             frame = pq.read_table(self.folder / "index.parquet", columns=["date", "close"])
-            self._index = frame.to_pandas()
-            self._index["date"] = pd.to_datetime(self._index["date"])
+            index = frame.to_pandas()
+            index["date"] = pd.to_datetime(index["date"])
+            self._index = index  # assigned whole: a reader in another thread sees all or none
         return self._index.set_index("date")["close"]
 
     def records(self) -> pd.DataFrame:

@@ -44,7 +44,9 @@ DEFAULT_RUN = 3
 class MonthRow(BaseModel):
     """One month of the curve (or of a control)."""
 
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(
+        frozen=True, use_attribute_docstrings=True, ser_json_inf_nan="constants"
+    )
 
     month: str
     """`YYYY-MM`."""
@@ -73,7 +75,9 @@ class MonthRow(BaseModel):
 class Control(BaseModel):
     """A pooled control that must be at chance."""
 
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(
+        frozen=True, use_attribute_docstrings=True, ser_json_inf_nan="constants"
+    )
 
     name: str
     """`blinded` or `after_serving`."""
@@ -100,7 +104,9 @@ class Control(BaseModel):
 class Horizon(BaseModel):
     """`horizon.json` entry of one agent: the curve, the controls and the horizon."""
 
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(
+        frozen=True, use_attribute_docstrings=True, ser_json_inf_nan="constants"
+    )
 
     schema_version: int = HORIZON_VERSION
     """Version of this record."""

@@ -315,12 +315,14 @@ def month_questions(
 ) -> list[Question]:
     """The month's `per_month` questions: an equal share per kind; what a kind cannot make
     (no records that month, a one-way index) is shared among the kinds that made their
-    whole share, for up to three rounds. Ids are numbered per kind."""
+    whole share, for up to three rounds. A fact drawn twice (same kind, stocks and dates)
+    is kept once. Ids are numbered per kind."""
     made: dict[Kind, list[Question]] = {k: [] for k in kinds}
     wanted = {
         k: per_month // len(kinds) + (i < per_month % len(kinds)) for i, k in enumerate(kinds)
     }
     active = list(kinds)
+    seen: set[tuple[str, tuple[str, ...], tuple[str, ...]]] = set()
     for round_ in range(3):
         for kind in active:
             need = wanted[kind] - len(made[kind])
@@ -328,7 +330,11 @@ def month_questions(
                 rng = np.random.default_rng(
                     [seed, md.month.year, md.month.month, KINDS.index(kind), round_]
                 )
-                made[kind] += GENERATORS[kind](md, need, rng, len(made[kind]))
+                for q in GENERATORS[kind](md, need, rng, len(made[kind])):
+                    fact = (q.kind, tuple(sorted(q.symbols)), tuple(sorted(q.dates)))
+                    if fact not in seen:  # one fact is asked once
+                        seen.add(fact)
+                        made[kind].append(q)
         short = per_month - sum(len(v) for v in made.values())
         active = [k for k in active if len(made[k]) >= wanted[k]]
         if short <= 0 or not active:

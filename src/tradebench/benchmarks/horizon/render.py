@@ -2,7 +2,8 @@
 
 A blinded prompt is the same question with every identity hidden: stocks become aliases
 reshuffled per question (`tradebench.masking.build_masker`), dates become trading-day
-labels relative to the month's first trading day, the month is not named, closes are
+labels relative to the month's first trading day, the month is not named (an opaque tag
+keeps two blinded prompts from reading alike), closes are
 multiplied by one seeded factor (their ratios stay, their level goes) and company names and
 tickers inside headlines are replaced by the alias. A model cannot know a blinded answer
 from memory, so its accuracy there must be at chance.
@@ -115,7 +116,11 @@ def _blinded(q: Question, calendar: np.ndarray, who: Identities) -> str:
         )
         alias_ = alias[q.symbols[0]]
         opts = [_hide(t, q.symbols[0], q.names[0], alias_, masker, who) for t in q.options]
-    header = "Market: an unnamed month; days are counted in trading days from its first one."
+    tag = hashlib.sha256(f"blinded {q.id}".encode()).hexdigest()[:8]  # no two prompts alike
+    header = (
+        f"Question {tag}. Market: an unnamed month; days are counted in trading days from "
+        "its first one."
+    )
     return _compose(header, ask, opts)
 
 

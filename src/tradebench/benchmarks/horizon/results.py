@@ -28,7 +28,9 @@ ANSWERS_FILE = "answers.parquet"
 class HorizonFile(BaseModel):
     """`RUN_DIR/horizon.json`."""
 
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(
+        frozen=True, use_attribute_docstrings=True, ser_json_inf_nan="constants"
+    )
 
     schema_version: int = HORIZON_VERSION
     """Version of this file."""
