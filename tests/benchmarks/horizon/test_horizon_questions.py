@@ -31,9 +31,11 @@ def us_questions(us_news_dir: Path) -> list[Question]:
 
 
 def test_every_month_has_its_questions_and_the_check_agrees(
-    cn_questions: list[Question], us_questions: list[Question], cn_dataset_dir: Path,
+    cn_questions: list[Question],
+    us_questions: list[Question],
+    cn_dataset_dir: Path,
     us_news_dir: Path,
-) -> None:  # fmt: skip
+) -> None:
     for questions, months in ((cn_questions, 24), (us_questions, 12)):
         per_month = Counter(q.month for q in questions)
         assert len(per_month) == months and set(per_month.values()) == {72}
@@ -41,15 +43,20 @@ def test_every_month_has_its_questions_and_the_check_agrees(
     assert {q.kind for q in cn_questions} == {"best_week", "index_higher", "close_of"}
     kinds = Counter(q.kind for q in us_questions)
     assert kinds["headline"] >= 100 and set(kinds) == {
-        "best_week", "index_higher", "close_of", "headline"
-    }  # fmt: skip
+        "best_week",
+        "index_higher",
+        "close_of",
+        "headline",
+    }
     assert check_questions(cn_questions, cn_dataset_dir) == []
     assert check_questions(us_questions, us_news_dir) == []
 
 
 def test_the_check_catches_a_wrong_answer(us_questions: list[Question], us_news_dir: Path) -> None:
-    picked = [next(q for q in us_questions if q.kind == k) for k in
-              ("best_week", "index_higher", "close_of", "headline")]  # fmt: skip
+    picked = [
+        next(q for q in us_questions if q.kind == k)
+        for k in ("best_week", "index_higher", "close_of", "headline")
+    ]
     wrong = [q.model_copy(update={"answer": "B" if q.answer == "A" else "A"}) for q in picked]
     assert [m.id for m in check_questions(wrong, us_news_dir)] == [q.id for q in picked]
 
@@ -99,18 +106,32 @@ def test_bright_names_real_identities_and_blinded_hides_them(
                 shown = [float(line[3:]) for line in blinded.splitlines() if line[1:3] == ". "]
                 real = [float(o) for o in q.options]
                 assert not set(shown) & set(real)
-                np.testing.assert_allclose(np.array(shown) / shown[0], np.array(real) / real[0],
-                                           rtol=1e-3)  # fmt: skip
+                np.testing.assert_allclose(
+                    np.array(shown) / shown[0], np.array(real) / real[0], rtol=1e-3
+                )
 
 
 def test_cli_writes_checked_questions(cn_dataset_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "q.jsonl"
     args = ["horizon", "questions", str(cn_dataset_dir), "-o", str(out)]
-    result = CliRunner().invoke(app, [*args, "--start", "2023-05", "--end", "2023-06",
-                                      "--per-month", "16"])  # fmt: skip
+    result = CliRunner().invoke(
+        app, [*args, "--start", "2023-05", "--end", "2023-06", "--per-month", "16"]
+    )
     assert result.exit_code == 0, result.output
     assert "every answer reproduced from the raw files" in result.output
     assert len(out.read_text().splitlines()) == 32
-    bad = CliRunner().invoke(app, ["horizon", "questions", str(cn_dataset_dir), "-o", str(out),
-                                   "--start", "2030-01", "--end", "2030-02"])  # fmt: skip
+    bad = CliRunner().invoke(
+        app,
+        [
+            "horizon",
+            "questions",
+            str(cn_dataset_dir),
+            "-o",
+            str(out),
+            "--start",
+            "2030-01",
+            "--end",
+            "2030-02",
+        ],
+    )
     assert bad.exit_code == 1 and bad.output.startswith("error: ") and "Traceback" not in bad.output

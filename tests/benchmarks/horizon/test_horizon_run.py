@@ -35,7 +35,7 @@ def _spec(folder: Path, dataset: Path, url: str, agents: list[str], **fields) ->
         "agents": [
             {"name": a, "provider": "openai", "model": a, "base_url": url, "max_tokens": 16}
             for a in agents
-        ],  # fmt: skip
+        ],
         **fields,
     }
     path = folder / "spec.yaml"
@@ -55,9 +55,15 @@ def default_run(cn_dataset_dir: Path, tmp_path_factory: pytest.TempPathFactory) 
     memory = Memory(cn_dataset_dir, "2023-01", "2024-06", HorizonOptions())
     respond = memory.responder({"rem": remembers_until(D), "guess": never})
     with LoopbackServer(responder=respond) as server:
-        spec = _spec(folder, cn_dataset_dir, server.openai_url, ["rem", "guess"],
-                     windows=[{"start": "2023-01-01", "end": "2024-06-30"}], masks=["bright"],
-                     options={"serving_dates": {"rem": "2024-02-20", "guess": "2024-02-20"}})  # fmt: skip
+        spec = _spec(
+            folder,
+            cn_dataset_dir,
+            server.openai_url,
+            ["rem", "guess"],
+            windows=[{"start": "2023-01-01", "end": "2024-06-30"}],
+            masks=["bright"],
+            options={"serving_dates": {"rem": "2024-02-20", "guess": "2024-02-20"}},
+        )
         _run(spec, folder / "run")
         assert len(server.requests) == 2 * 18 * 72
     result = runner.invoke(app, ["horizon", "show", str(folder / "run")])
@@ -111,9 +117,15 @@ def masked_run(cn_dataset_dir: Path, tmp_path_factory: pytest.TempPathFactory) -
     memory = Memory(cn_dataset_dir, "2023-01", "2023-04", HorizonOptions(**options))
     respond = memory.responder({"rem": remembers_until("2023-02-10"), "leaky": remembers_blinded})
     with LoopbackServer(responder=respond) as server:
-        spec = _spec(folder, cn_dataset_dir, server.openai_url, ["rem", "leaky"],
-                     windows=[{"start": "2023-01-01", "end": "2023-04-30"}],
-                     masks=["bright", "blinded"], options=options)  # fmt: skip
+        spec = _spec(
+            folder,
+            cn_dataset_dir,
+            server.openai_url,
+            ["rem", "leaky"],
+            windows=[{"start": "2023-01-01", "end": "2023-04-30"}],
+            masks=["bright", "blinded"],
+            options=options,
+        )
         _run(spec, folder / "run")
         assert len(server.requests) == 2 * 2 * 4 * 24
     return folder / "run"
@@ -154,8 +166,13 @@ def test_a_killed_episode_resumes_with_the_same_answers(
 
 
 def test_bad_specs_are_one_error_line(cn_dataset_dir: Path, tmp_path: Path) -> None:
-    spec = _spec(tmp_path, cn_dataset_dir, "http://127.0.0.1:9/v1", ["m"],
-                 windows=[{"start": "2023-01-01", "end": "2023-02-28"}])  # fmt: skip
+    spec = _spec(
+        tmp_path,
+        cn_dataset_dir,
+        "http://127.0.0.1:9/v1",
+        ["m"],
+        windows=[{"start": "2023-01-01", "end": "2023-02-28"}],
+    )
     result = runner.invoke(app, ["run", str(spec), "-o", str(tmp_path / "run")])
     assert result.exit_code != 0 and "set `masks: [bright, blinded]`" in result.output
     assert "Traceback" not in result.output
