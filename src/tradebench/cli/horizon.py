@@ -124,13 +124,8 @@ def certify_cmd(
     rows = certify_run(mandate_run, read_horizons(probe))
     table = Table("episode", "stated", "measured horizon", "verdict", "finding")
     for r in rows.itertuples():
-        table.add_row(
-            r.episode_id,
-            r.stated_verdict,
-            r.measured_horizon or "none",
-            r.verdict,
-            r.measured_finding,
-        )
+        horizon = r.measured_horizon if isinstance(r.measured_horizon, str) else "none"
+        table.add_row(r.episode_id, r.stated_verdict, horizon, r.verdict, r.measured_finding)
     console.print(table)
     console.print(f"wrote {Path(mandate_run) / MEASURED_FILE}")
 
