@@ -7,6 +7,8 @@ from typing import Any
 
 import pandas as pd
 
+from tradebench.benchmarks.horizon.plot import horizon_figure
+from tradebench.benchmarks.horizon.results import write_results
 from tradebench.errors import ConfigError
 from tradebench.report.html import Section, figure_html, note, table
 from tradebench.report.load import RunData
@@ -27,9 +29,6 @@ def _verdict(h: Any) -> str:
 
 def horizon_section(run: RunData, options: Any) -> Section | None:
     """Curves, controls and horizons of a horizon run (writes horizon.json and plots)."""
-    from tradebench.benchmarks.horizon.plot import horizon_figure
-    from tradebench.benchmarks.horizon.results import write_results
-
     try:
         result, _ = write_results(run.run_dir)
     except ConfigError:
