@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 from scipy.stats import binom, binomtest
 
+from tradebench.benchmarks.horizon.benchmark import read_letter
 from tradebench.benchmarks.horizon.curve import analyse, change_point
 from tradebench.benchmarks.horizon.stats import power, questions_needed, tail_p
 
@@ -71,3 +72,12 @@ def test_remembering_models_horizon_within_a_month() -> None:
         h = analyse("r", _answers(np.random.default_rng(seed), months, know), None, None)
         assert h.horizon == last and h.horizon_low == last
         assert h.horizon_high >= last and not h.censored
+
+
+@pytest.mark.parametrize(
+    ("reply", "letter"),
+    [("A. SZ002916 (深南", "A"), ("(C) 17.57", "C"), ("Answer: D", "D"), ("B", "B"),
+     ("**B**", "B"), ("Apple rose", None), ("I think", None), ("AB", None)],
+)  # fmt: skip
+def test_replies_are_read_as_letters(reply: str, letter: str | None) -> None:
+    assert read_letter(reply) == letter
