@@ -161,6 +161,10 @@ def test_a_killed_episode_resumes_with_the_same_answers(
         (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
         _run(tmp_path / "spec.yaml", copy)
         assert server.requests == []  # the cache answered the unfinished questions
+    progress = [json.loads(x) for x in (episode / "progress.jsonl").read_text().splitlines()]
+    assert [line["id"] for line in progress] == [
+        line["id"] for line in map(json.loads, lines)
+    ]  # none asked twice
     before = pd.read_parquet(masked_run / "episodes" / episode.name / "answers.parquet")
     pd.testing.assert_frame_equal(pd.read_parquet(episode / "answers.parquet"), before)
 
