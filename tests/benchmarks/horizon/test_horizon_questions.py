@@ -135,3 +135,12 @@ def test_cli_writes_checked_questions(cn_dataset_dir: Path, tmp_path: Path) -> N
         ],
     )
     assert bad.exit_code == 1 and bad.output.startswith("error: ") and "Traceback" not in bad.output
+
+
+def test_letters_stay_balanced_at_one_question_a_month(cn_dataset_dir: Path) -> None:
+    ds = load_dataset(cn_dataset_dir)
+    for kinds in (("best_week",), ("close_of", "best_week")):
+        questions = build_questions(ds, "2023-01", "2024-12", len(kinds), 3, kinds)
+        for kind in kinds:
+            letters = Counter(q.answer for q in questions if q.kind == kind)
+            assert letters == {"A": 6, "B": 6, "C": 6, "D": 6}, (kind, letters)

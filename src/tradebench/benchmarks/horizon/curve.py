@@ -14,8 +14,10 @@ Uncertainty: the rule is re-applied to `BOOTSTRAP` resamples of each month's que
 (counts drawn Binomial(n, accuracy), seeded); the 5th and 95th percentiles of the resampled
 horizon give its 90% interval, with the share of resamples that show no horizon.
 
-Controls, each pooled and tested one-sided at alpha: the blinded questions (identities
-hidden) and the months after the serving month. Either above chance invalidates the curve.
+Controls, each pooled and tested one-sided at alpha / 2 (Bonferroni over the two, so a
+clean model is declared invalid with probability at most alpha): the blinded questions
+(identities hidden) and the months after the serving month. Either above chance
+invalidates the curve.
 """
 
 from __future__ import annotations
@@ -96,7 +98,7 @@ class Control(BaseModel):
     p_value: float
     """One-sided exact test of accuracy > chance (NaN when n = 0)."""
     above: bool
-    """p_value < alpha: the curve is invalid."""
+    """p_value < alpha / 2: the curve is invalid."""
     note: str
     """What the control is, or why it is missing."""
 
@@ -280,11 +282,12 @@ def analyse(
     ]
     h, lo, hi, none_share = measure(curve, chances, alpha, run)
     blinded = blinded if blinded is not None else bright.iloc[0:0]
+    level = alpha / 2  # two controls: a clean model is declared invalid w.p. <= alpha
     controls = [
-        control("blinded", blinded, alpha,
+        control("blinded", blinded, level,
                 "the same questions with stocks, dates, month and price levels hidden"
                 if len(blinded) else "not run: add `blinded` to the spec's masks"),
-        control("after_serving", bright[bright["month"].isin(after)], alpha,
+        control("after_serving", bright[bright["month"].isin(after)], level,
                 f"months after the serving date {serving_date}" if after
                 else "no month after the serving date in the data"
                 if serving_date else "no serving date given (options.serving_dates)"),

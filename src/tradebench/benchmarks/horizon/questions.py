@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
@@ -45,6 +45,8 @@ MIN_OPTION_GAP = 0.01
 INDEX_MIN_MOVE = 0.001
 """Index pairs whose closes differ by less than 0.1% are not asked."""
 HIGHER, NOT_HIGHER = "higher", "not higher"
+ROUNDS = 6
+"""Rounds of a month's draw: the first gives each kind its share, later ones refill."""
 _DATED_TEXT = re.compile(
     r"\b(?:19|20)\d{2}\b|\bQ[1-4]\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)"
     r"[a-z]*\b|\b(?:today|yesterday|tomorrow|monday|tuesday|wednesday|thursday|friday)\b",
@@ -94,6 +96,16 @@ class MonthData:
     """Company name per symbol."""
     headlines: pd.DataFrame
     """`headline_table(dataset)`, computed once per question set."""
+    facts: set[tuple[str, tuple[str, ...], tuple[str, ...]]] = field(default_factory=set)
+    """Facts the month already asks (kind, stocks, dates)."""
+
+    def claim(self, q: Question) -> bool:
+        """Record `q`'s fact; False when the month already asks it (one fact, one question)."""
+        fact = (q.kind, tuple(sorted(q.symbols)), tuple(sorted(q.dates)))
+        if fact in self.facts:
+            return False
+        self.facts.add(fact)
+        return True
 
 
 def balanced_letters(n: int, k: int, rng: np.random.Generator, start: int = 0) -> list[str]:
@@ -146,20 +158,20 @@ def best_week(md: MonthData, n: int, rng: np.random.Generator, start: int = 0) -
                 continue
             syms = [str(panel.symbols[j]) for j in pick[order]]
             options = _place(syms[0], list(rng.permutation(syms[1:])), letter)
-            out.append(
-                Question(
-                    id="",
-                    month=str(md.month),
-                    kind="best_week",
-                    day=str(panel.dates[t1]),
-                    symbols=options,
-                    names=tuple(md.names.get(s, "") for s in options),
-                    dates=(str(monday.date()), str(friday.date())),
-                    options=options,
-                    answer=letter,
-                )
+            q = Question(
+                id="",
+                month=str(md.month),
+                kind="best_week",
+                day=str(panel.dates[t1]),
+                symbols=options,
+                names=tuple(md.names.get(s, "") for s in options),
+                dates=(str(monday.date()), str(friday.date())),
+                options=options,
+                answer=letter,
             )
-            break
+            if md.claim(q):
+                out.append(q)
+                break
     return out
 
 
@@ -225,20 +237,20 @@ def close_of(md: MonthData, n: int, rng: np.random.Generator, start: int = 0) ->
                 continue
             texts = [f"{v:.2f}" for v in chosen]
             sym = str(panel.symbols[j])
-            out.append(
-                Question(
-                    id="",
-                    month=str(md.month),
-                    kind="close_of",
-                    day=str(panel.dates[t]),
-                    symbols=(sym,),
-                    names=(md.names.get(sym, ""),),
-                    dates=(str(panel.dates[t]),),
-                    options=_place(texts[0], texts[1:], letter),
-                    answer=letter,
-                )
+            q = Question(
+                id="",
+                month=str(md.month),
+                kind="close_of",
+                day=str(panel.dates[t]),
+                symbols=(sym,),
+                names=(md.names.get(sym, ""),),
+                dates=(str(panel.dates[t]),),
+                options=_place(texts[0], texts[1:], letter),
+                answer=letter,
             )
-            break
+            if md.claim(q):
+                out.append(q)
+                break
     return out
 
 
@@ -285,20 +297,20 @@ def headline(md: MonthData, n: int, rng: np.random.Generator, start: int = 0) ->
             days = rng.choice(len(by_day), 3, replace=False)
             others = [str(rng.choice(by_day.iloc[d])) for d in days]
             sym, day = str(row["symbol"]), str(row["day"].date())
-            out.append(
-                Question(
-                    id="",
-                    month=str(md.month),
-                    kind="headline",
-                    day=day,
-                    symbols=(sym,),
-                    names=(md.names.get(sym, ""),),
-                    dates=(day,),
-                    options=_place(str(row["title"]), others, letter),
-                    answer=letter,
-                )
+            q = Question(
+                id="",
+                month=str(md.month),
+                kind="headline",
+                day=day,
+                symbols=(sym,),
+                names=(md.names.get(sym, ""),),
+                dates=(day,),
+                options=_place(str(row["title"]), others, letter),
+                answer=letter,
             )
-            break
+            if md.claim(q):
+                out.append(q)
+                break
     return out
 
 
@@ -315,28 +327,26 @@ def month_questions(
 ) -> list[Question]:
     """The month's `per_month` questions: an equal share per kind; what a kind cannot make
     (no records that month, a one-way index) is shared among the kinds that made their
-    whole share, for up to three rounds. A fact drawn twice (same kind, stocks and dates)
-    is kept once. Ids are numbered per kind."""
+    whole share, for up to `ROUNDS` rounds. A fact drawn twice (same kind, stocks and dates)
+    is kept once. Ids are numbered per kind. The answer letters continue one cycle from
+    month to month, so they stay balanced over months even at one question a month."""
     made: dict[Kind, list[Question]] = {k: [] for k in kinds}
     wanted = {
         k: per_month // len(kinds) + (i < per_month % len(kinds)) for i, k in enumerate(kinds)
     }
     active = list(kinds)
-    seen: set[tuple[str, tuple[str, ...], tuple[str, ...]]] = set()
-    for round_ in range(3):
+    ordinal = md.month.year * 12 + md.month.month  # the letter cycle runs on across months
+    for round_ in range(ROUNDS):
         for kind in active:
             need = wanted[kind] - len(made[kind])
             if need > 0:
                 rng = np.random.default_rng(
                     [seed, md.month.year, md.month.month, KINDS.index(kind), round_]
                 )
-                for q in GENERATORS[kind](md, need, rng, len(made[kind])):
-                    fact = (q.kind, tuple(sorted(q.symbols)), tuple(sorted(q.dates)))
-                    if fact not in seen:  # one fact is asked once
-                        seen.add(fact)
-                        made[kind].append(q)
+                made[kind] += GENERATORS[kind](md, need, rng, ordinal + len(made[kind]))
         short = per_month - sum(len(v) for v in made.values())
-        active = [k for k in active if len(made[k]) >= wanted[k]]
+        # index pairs are drawn once a month: a refill would repeat pairs and tilt answers
+        active = [k for k in active if len(made[k]) >= wanted[k] and k != "index_higher"]
         if short <= 0 or not active:
             break
         for i, kind in enumerate(active):
