@@ -19,6 +19,7 @@ BENCHMARKS = BenchmarkRegistry()
 BENCHMARKS.register("portfolio", "tradebench.benchmarks.portfolio.benchmark:BENCHMARK")
 BENCHMARKS.register("single_stock", "tradebench.benchmarks.single_stock.benchmark:BENCHMARK")
 BENCHMARKS.register("mandate", "tradebench.benchmarks.mandate.benchmark:BENCHMARK")
+BENCHMARKS.register("horizon", "tradebench.benchmarks.horizon.benchmark:BENCHMARK")
 
 
 def get_benchmark(name: str) -> Benchmark:

@@ -79,6 +79,11 @@ VERBS = (
         "proved by an independent re-run; model evaluation and LLM question mining.",
     ),
     Verb(
+        "horizon",
+        "tradebench.cli.horizon:app",
+        "Knowledge-horizon probe: which months of market facts does a model remember?",
+    ),
+    Verb(
         "probe",
         "tradebench.cli.probe:app",
         "De-anonymisation probe: can attackers recover tickers and dates from masked payloads?",

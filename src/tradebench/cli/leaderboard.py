@@ -43,6 +43,14 @@ def leaderboard(
         list[Path] | None,
         typer.Option("--mcq", help="An MCQ evaluation folder (`mcq eval -o DIR`); repeat."),
     ] = None,
+    measured_horizon: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--measured-horizon",
+            help="A horizon run folder: its models' measured horizons as their cutoffs "
+            "(over the spec's; --cutoff wins); repeat.",
+        ),
+    ] = None,
 ) -> None:
     """Rank agents across run folders: intervals over seeds and days, paired comparisons
     with Holm-adjusted p-values, deflated Sharpe, the memory gap, MCQ accuracy per tier.
@@ -65,8 +73,16 @@ def leaderboard(
         intervals=IntervalSettings(
             method=interval, confidence=confidence, resamples=resamples, seed=seed
         ),
-        cutoffs=parse_cutoffs(cutoff or []),
+        cutoffs={**_measured(measured_horizon or []), **parse_cutoffs(cutoff or [])},
         mcq_dirs=tuple(mcq or ()),
     )
     for path in write_leaderboard(list(run_dirs or []), out, options):
         console.print(f"wrote [bold]{path}[/]")
+
+
+def _measured(paths: list[Path]) -> dict:
+    """Cutoffs from horizon runs (`tradebench.benchmarks.horizon.uses.measured_cutoffs`)."""
+    from tradebench.benchmarks.horizon.results import read_horizons
+    from tradebench.benchmarks.horizon.uses import measured_cutoffs
+
+    return {k: v for path in paths for k, v in measured_cutoffs(read_horizons(path)).items()}

@@ -72,6 +72,7 @@ Rule = Literal[
     "provenance_unresolved",
     "filing_period",
     "cutoff",
+    "measured_horizon",
 ]
 SEVERITY: dict[str, int] = {"PASS": 0, "UNKNOWN": 1, "FAIL": 2}
 """Order of verdicts when combining episodes: the worst wins."""
