@@ -14,7 +14,8 @@ from rich.table import Table
 from tradebench.cli.kit import console, exits_on_error
 
 app = typer.Typer(
-    help="Knowledge-horizon probe: which months of market facts does a model remember?",
+    help="Knowledge-horizon probe: which months of market facts does a model remember?\n\n"
+    "Example: tradebench horizon power --alpha 0.05 --target 0.8",
     no_args_is_help=True,
 )
 

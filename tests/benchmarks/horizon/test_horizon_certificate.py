@@ -28,16 +28,11 @@ def runs(mandate_dataset: Path, tmp_path_factory: pytest.TempPathFactory) -> tup
     """A mandate run (early, late: stated cutoff 2023-01-01, margin 2 months) and a probe
     of the same two models: early remembers to 2024-09-20, late to 2025-07-10."""
     folder = tmp_path_factory.mktemp("horizon_certificate")
-    cutoffs = {"early": "2023-01-01", "late": "2023-01-01"}
     with LoopbackServer(script=[]) as server:
-        spec = example_spec(
-            mandate_dataset,
-            pool_sizes=[5],
-            max_steps=3,
-            knowledge_cutoffs=cutoffs,
-            cutoff_margin_months=2,
-        )
+        spec = example_spec(mandate_dataset, pool_sizes=[5], max_steps=3, cutoff_margin_months=2)
+        # one stated cutoff on each model agent (the certificate and the leaderboard read it)
         model = {"provider": "openai", "base_url": server.openai_url}
+        model |= {"knowledge_cutoff": "2023-01-01"}
         spec["agents"] = [
             {"name": "ew", "baseline": "equal_weight"},
             {"name": "early", "model": "early", **model},
@@ -103,9 +98,9 @@ def test_leaderboard_split_can_use_the_measured_horizon(runs: tuple[Path, Path])
     assert rows.loc["early", "period"] == "after cutoff"  # measured 2024-09 .. early 2025
     assert rows.loc["late", "period"] in ("before cutoff", "spans cutoff")  # measured 2025-07+
     assert rows.loc["late", "knowledge_cutoff"] >= "2025-07-31"
-    # without the probe the board has no cutoff for them (the mandate states its cutoffs
-    # in its options, not in agents[].knowledge_cutoff)
+    # without the probe the board reads the stated cutoff (2023-01-01, on the agents): the
+    # window is after it for both, which the late model's measured horizon contradicts
     stated = runner.invoke(app, args)
     assert stated.exit_code == 0, stated.output
     rows = pd.read_parquet(board / "leaderboard.parquet").drop_duplicates("agent")
-    assert rows.set_index("agent").loc["late", "period"] == "no cutoff"
+    assert rows.set_index("agent").loc["late", "period"] == "after cutoff"
