@@ -16,9 +16,10 @@ from hypothesis import strategies as st
 from tradebench.llm.cache import canonical_request, request_key
 from tradebench.llm.types import Message, ModelConfig, ToolCall, ToolSpec
 
-NOT_IN_KEY = {"base_url", "api_key_env", "forced_choice"}
-"""Where the model is served and how it is reached (the wire form of a forced tool call
-included: the key is the logical request): the same model replays after a move."""
+NOT_IN_KEY = {"base_url", "api_key_env"}
+"""Where the model is served and how it is reached: the same model replays after a move.
+(`forced_choice` is keyed when a form is pinned, as `tool_protocol` is when not `auto`; the
+ladder's default leaves the key as it was, and the rung it reached is not keyed.)"""
 BASE = ModelConfig(provider="openai", model="m", temperature=0.2, max_tokens=64, extra={"a": 1})
 TOOL = ToolSpec(name="t", description="d", parameters={"type": "object", "properties": {}})
 CALL = ToolCall(id="c1", name="t", arguments={"x": 1}, raw_arguments='{"x": 1}')

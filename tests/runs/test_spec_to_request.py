@@ -74,6 +74,11 @@ PROBES: dict[str, Probe] = {
         lambda b: b.get("top_p") == 0.42,
         lambda k: k["extra"] == {"top_p": 0.42},
     ),
+    "forced_choice": Probe(
+        {"forced_choice": "required"},  # memory-only: every request is the forced submission
+        lambda b: b.get("tool_choice") == "required",
+        lambda k: k.get("forced_choice") == "required",
+    ),
     "tool_protocol": Probe(
         {"tool_protocol": "text"},
         lambda b: "tools" not in b and "submit_action" in json.dumps(b["messages"]),

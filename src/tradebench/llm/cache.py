@@ -90,6 +90,8 @@ def canonical_request(
     }
     if config.tool_protocol != "auto":  # absent by default: older caches keep their keys
         payload["tool_protocol"] = config.tool_protocol
+    if config.forced_choice != "ladder":  # a pinned wire form; the ladder's rung is not keyed
+        payload["forced_choice"] = config.forced_choice
     if served is not None:  # absent when the name says what answers: older keys stay
         payload["served"] = served
     return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

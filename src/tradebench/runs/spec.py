@@ -25,7 +25,7 @@ from pydantic import (
 from tradebench.errors import ConfigError
 from tradebench.llm.budget import BudgetConfig
 from tradebench.llm.retry import RetryPolicy
-from tradebench.llm.types import ModelConfig, ToolProtocol, check_base_url
+from tradebench.llm.types import ForcedChoice, ModelConfig, ToolProtocol, check_base_url
 from tradebench.masking import MASK_LEVELS, MaskLevel
 
 SPEC_VERSION = 2
@@ -90,6 +90,12 @@ class AgentEntry(BaseModel):
         description="`native`, `text` (tools rendered into the prompt, calls read from text) "
         "or `auto` (a custom endpoint is probed once for a template that drops tools)",
     )
+    forced_choice: ForcedChoice = Field(
+        default="ladder",
+        description="how a forced tool call is sent: `ladder` (object form of tool_choice, "
+        "stepping down when the endpoint refuses or ignores it) or one form pinned "
+        "(`object`, `required`, `auto`, `text`)",
+    )
     max_steps: int | None = Field(
         default=None, ge=1, description="cap on this agent's steps per episode (slow models)"
     )
@@ -140,6 +146,7 @@ class AgentEntry(BaseModel):
             max_tokens=self.max_tokens,
             extra=self.extra,
             tool_protocol=self.tool_protocol,
+            forced_choice=self.forced_choice,
         )
 
 
