@@ -8,6 +8,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from tradebench.cli import app
+from tradebench.cli.demo import sharpe_text
 from tradebench.demo import OPTIONS, DemoOptions, demo_plan, run_demo
 from tradebench.llm.loopback import LoopbackServer
 from tradebench.runs.progress import RunProgress
@@ -43,6 +44,11 @@ def test_the_cli_prints_the_plan_first_and_the_results_last(tmp_path: Path) -> N
     lines = result.output.splitlines()
     assert lines[0].startswith("demo: 3 baselines") and "model m decides on 4 days" in lines[0]
     assert "report:" in lines[-1] and (tmp_path / "d" / "report.html").exists()
+
+
+def test_a_short_episode_shows_no_annualised_sharpe() -> None:
+    assert sharpe_text(11.22, 2) == "- (2 days)"
+    assert sharpe_text(-1.734, 21) == "-1.73"
 
 
 def test_without_a_model_the_plan_says_why(tmp_path: Path) -> None:

@@ -18,6 +18,17 @@ def _minutes(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
 
 
+MIN_DAYS_ANNUALISED = 20
+"""Fewer days than this and an annualised ratio says nothing (two days gave 11.2)."""
+
+
+def sharpe_text(sharpe: float, days: int) -> str:
+    """The annualised Sharpe, or why it is not shown (too few days for an annual figure)."""
+    if days < MIN_DAYS_ANNUALISED:
+        return f"- ({days} days)"
+    return f"{sharpe:.2f}"
+
+
 def plan_line(plan: DemoPlan) -> str:
     """What the demo will do and how long its model part should take."""
     base = "3 baselines and the index, 2 modes, 20 trading days"
@@ -147,7 +158,7 @@ def demo(
             row.mask,
             f"{row.n_steps:.0f}",
             f"{row.total_return:+.2%}",
-            f"{row.sharpe:.2f}",
+            sharpe_text(row.sharpe, int(row.n_steps)),
             f"{row.cash_ratio:.2f}",
         )
     console.print(table)
