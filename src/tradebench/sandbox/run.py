@@ -96,8 +96,8 @@ class WorkspaceSpec:
     read_dirs: tuple[str, ...] = ()
     """Extra host folders the program may read (a wheel directory, an agent's program)."""
     python_flags: tuple[str, ...] = ("-E",)
-    """Interpreter flags: the script's folder and the user site (HOME/.local, where pip
-    installs) are on sys.path, so files and packages from earlier calls import."""
+    """Interpreter flags: the script's folder (where pip installs) is on sys.path, so files
+    and packages from earlier calls import."""
     env: tuple[tuple[str, str], ...] = ()
     """Variables added to the program's environment (e.g. pip's offline settings)."""
 

@@ -4,7 +4,7 @@ Every run is still a fresh confined process (`run_python`), but the working dire
 with what the previous runs left there and is saved back after each run, so a program can
 write a file in one call and run or import it in the next. Packages install offline from a
 wheel directory the user provides (`pip install NAME` inside the sandbox reads only that
-directory, never an index) into the workspace's user site, where later calls import them.
+directory, never an index) into the workspace folder, where later calls import them.
 The workspace owns a budget of calls and seconds; `close()` removes every file.
 """
 
@@ -35,14 +35,16 @@ class BudgetExhausted(RuntimeError):
 
 
 def pip_env(wheels: str | None) -> dict[str, str]:
-    """pip settings for offline installs from `wheels` into the user site (HOME/.local)."""
+    """pip settings for offline installs from `wheels` into the workspace folder itself
+    (`--target .`): the script's folder is on sys.path, so later calls import them. (Not the
+    user site: a virtual environment without system packages has none, and pip refuses.)"""
     env = {
         "PIP_CONFIG_FILE": os.devnull,
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
         "PIP_NO_CACHE_DIR": "1",
         "PIP_NO_INPUT": "1",
         "PIP_NO_INDEX": "1",
-        "PIP_USER": "1",
+        "PIP_TARGET": ".",
     }
     if wheels:
         env["PIP_FIND_LINKS"] = wheels
