@@ -100,6 +100,9 @@ def test_the_budget_of_calls_and_seconds_holds() -> None:
             ws.run("print(3)")
     with Workspace({}, LIMITS, Budget(calls=10, seconds=2)) as ws:
         spent = ws.run("while True:\n    pass")  # the call's limit is what is left: 2 s
-        assert spent.timed_out and spent.seconds < 10
+        assert spent.timed_out
+        used = ws.last_limits
+        assert used is not None and used.timeout_s <= 2 < LIMITS.timeout_s  # not LIMITS' 60 s
+        assert used.cpu_s <= 3
         with pytest.raises(BudgetExhausted, match="budget is spent"):
             ws.run("print(1)")

@@ -108,6 +108,8 @@ class Workspace:
             env=tuple(sorted(pip_env(str(Path(wheels).resolve()) if wheels else None).items())),
         )
         self.calls, self.seconds = 0, 0.0
+        self.last_limits: SandboxLimits | None = None
+        """The limits the last call ran under (its timeout is what was left of the budget)."""
         self._first = True
 
     def __enter__(self) -> Workspace:
@@ -142,6 +144,7 @@ class Workspace:
         base = limits or self.limits
         timeout = min(base.timeout_s, self.remaining_s())
         limits = replace(base, timeout_s=timeout, cpu_s=max(1, min(base.cpu_s, int(timeout) + 1)))
+        self.last_limits = limits
         files = self.files if self._first else {}
         start = time.monotonic()
         try:
