@@ -31,7 +31,7 @@ from tradebench.metrics.attribution import (
     nav_returns,
     pre_return_weights,
 )
-from tradebench.runs.engine import run_backtest_sync
+from tradebench.runs.broker.engine import run_backtest_sync
 from tradebench.view import MarketView
 
 START, END = "2024-01-02", "2026-04-10"

@@ -48,8 +48,8 @@ from tradebench.agents.baselines import EqualWeightAgent, MomentumTopKAgent, tra
 from tradebench.data import load_dataset
 from tradebench.data.dataset import Dataset
 from tradebench.data.exporters.qlib import QlibExport, export_qlib
-from tradebench.runs.backtest import score
-from tradebench.runs.engine import run_backtest_sync, trading_days
+from tradebench.runs.broker.backtest import score
+from tradebench.runs.broker.engine import run_backtest_sync, trading_days
 from tradebench.view import MarketView
 
 START, END = "2024-01-02", "2026-04-10"

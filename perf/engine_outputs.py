@@ -18,7 +18,7 @@ from _common import import_real_cn
 
 from tradebench.agents.baselines import EqualWeightAgent, MomentumTopKAgent
 from tradebench.data import load_dataset
-from tradebench.runs.engine import run_backtest_sync
+from tradebench.runs.broker.engine import run_backtest_sync
 
 START, END = "2024-01-02", "2026-04-10"
 JOBS = {

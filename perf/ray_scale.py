@@ -48,9 +48,9 @@ import ray
 from tradebench.benchmarks import run_spec
 from tradebench.data.synth import SynthConfig, synthesize
 from tradebench.runs.progress import RunProgress
-from tradebench.runs.ray_cluster import connect
-from tradebench.runs.ray_services import Services
-from tradebench.runs.ray_worker import ModelWorker
+from tradebench.runs.ray.cluster import connect
+from tradebench.runs.ray.services import Services
+from tradebench.runs.ray.worker import ModelWorker
 from tradebench.runs.records import BUDGET_FILE
 from tradebench.runs.spec import RunSpec
 

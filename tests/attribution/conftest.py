@@ -23,7 +23,7 @@ def planted(tmp_path_factory: pytest.TempPathFactory) -> PlantedMarket:
 def real_run(cn_dataset_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A run folder with real baseline episodes (momentum top-k, equal weight) on CSI300
     members over 2024-07-01 .. 2024-09-30, as the runner lays it out."""
-    from tradebench.runs.backtest import BacktestRequest, backtest_to_folder
+    from tradebench.runs.broker.backtest import BacktestRequest, backtest_to_folder
 
     run_dir = tmp_path_factory.mktemp("realrun")
     for name, agent, args in REAL_BASELINES:

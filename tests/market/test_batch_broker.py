@@ -26,7 +26,7 @@ from tradebench.market.ledger import Account
 from tradebench.market.orders import Order, RejectCode
 from tradebench.market.rules import MarketRules
 from tradebench.market.single import execute_one
-from tradebench.runs.engine import _filled_close, day_quotes
+from tradebench.runs.broker.engine import _filled_close, day_quotes
 from tradebench.view import MarketView
 
 DAYS = ("2024-01-31", "2024-06-07", "2024-09-30", "2024-10-08", "2024-10-11")

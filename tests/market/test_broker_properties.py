@@ -15,7 +15,7 @@ from tradebench.agents.protocol import Decision
 from tradebench.data import Dataset, load_dataset
 from tradebench.market.ledger import AccountSnapshot
 from tradebench.market.orders import Action, Order
-from tradebench.runs.engine import run_backtest_sync
+from tradebench.runs.broker.engine import run_backtest_sync
 from tradebench.view import MarketView
 
 

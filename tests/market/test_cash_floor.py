@@ -21,7 +21,7 @@ from tradebench.market.broker import DayQuotes, ExecutionContext, execute_orders
 from tradebench.market.ledger import Account, AccountSnapshot
 from tradebench.market.orders import Action, Order, RejectCode
 from tradebench.market.rules import MarketRules
-from tradebench.runs.engine import run_backtest_sync
+from tradebench.runs.broker.engine import run_backtest_sync
 from tradebench.view import MarketView
 
 SYMBOL = "SH600000"

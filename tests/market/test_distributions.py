@@ -13,7 +13,7 @@ from tradebench.data import load_dataset
 from tradebench.market.distributions import distribute
 from tradebench.market.ledger import Account
 from tradebench.market.orders import Action, Order
-from tradebench.runs.engine import run_backtest_sync
+from tradebench.runs.broker.engine import run_backtest_sync
 
 COLUMN = {"A": 0, "B": 1, "C": 2}
 

@@ -35,7 +35,7 @@ from tradebench.agents.protocol import Agent, Decision, StepInfo
 from tradebench.data import Dataset, load_dataset
 from tradebench.market.ledger import AccountSnapshot
 from tradebench.market.orders import Action, Order
-from tradebench.runs.engine import BacktestResult, run_backtest_sync
+from tradebench.runs.broker.engine import BacktestResult, run_backtest_sync
 from tradebench.view import MarketView
 
 GOLDEN = Path(__file__).parent / "golden"

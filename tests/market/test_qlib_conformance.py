@@ -39,7 +39,7 @@ from tradebench.market.broker import DayQuotes, ExecutionContext, execute_orders
 from tradebench.market.ledger import Account
 from tradebench.market.orders import Order, RejectCode, Side
 from tradebench.market.rules import MarketRules
-from tradebench.runs.engine import day_quotes
+from tradebench.runs.broker.engine import day_quotes
 
 pytest.importorskip(
     "qlib", reason="pyqlib is not installed (optional extra `qlib`); the Qlib check needs it"

@@ -29,7 +29,7 @@ from tradebench.market.broker import DayQuotes, ExecutionContext, execute_orders
 from tradebench.market.ledger import Account, AccountSnapshot
 from tradebench.market.orders import Action, Order, RejectCode, Side
 from tradebench.market.rules import MarketRules
-from tradebench.runs.engine import day_quotes, run_backtest_sync
+from tradebench.runs.broker.engine import day_quotes, run_backtest_sync
 from tradebench.view import MarketView
 
 ORACLE_THRESHOLD = (

@@ -15,10 +15,11 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from tradebench.runs.backtest import BacktestRequest, backtest_to_folder, score
-from tradebench.runs.engine import BacktestResult
-from tradebench.runs.records import ORDER_COLUMNS, STEP_COLUMNS, AgentRef, RunRecord
-from tradebench.runs.store import write_run
+from tradebench.runs.broker.backtest import BacktestRequest, backtest_to_folder, score
+from tradebench.runs.broker.engine import BacktestResult
+from tradebench.runs.records import AgentRef, RunRecord
+from tradebench.runs.broker.rows import ORDER_COLUMNS, STEP_COLUMNS
+from tradebench.runs.broker.store import write_run
 
 START, END = "2021-03-01", "2021-04-30"
 SPAN = "20210301-20210430"

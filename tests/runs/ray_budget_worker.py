@@ -9,7 +9,7 @@ from tradebench.errors import BudgetExceeded
 from tradebench.llm.base import get_model
 from tradebench.llm.retry import RetryPolicy
 from tradebench.llm.types import Message, ModelConfig
-from tradebench.runs.ray_services import Services
+from tradebench.runs.ray.services import Services
 
 MAX_TOKENS = 64
 

@@ -7,7 +7,7 @@ import pytest
 
 from tradebench.llm.budget import BudgetConfig, BudgetExceeded
 from tradebench.llm.types import ModelConfig, Usage
-from tradebench.runs.ray_services import BudgetKeeper, Holder
+from tradebench.runs.ray.services import BudgetKeeper, Holder
 
 MODEL = ModelConfig(provider="openai", model="m")
 WORST = Usage(input_tokens=10, output_tokens=90)  # 100 tokens held per call in flight

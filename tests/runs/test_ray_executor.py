@@ -30,7 +30,7 @@ from tradebench.llm.budget import BudgetConfig
 from tradebench.llm.loopback import LoopbackServer, RecordedRequest, Reply
 from tradebench.llm.types import Message, ModelConfig
 from tradebench.runs.progress import RunProgress
-from tradebench.runs.ray_services import Services
+from tradebench.runs.ray.services import Services
 from tradebench.runs.records import TRACE_ZST_FILE
 from tradebench.runs.spec import RunSpec
 from tradebench.runs.trace import trace_bytes

@@ -11,15 +11,9 @@ import pandas as pd
 import pytest
 
 from tradebench.benchmarks import build_report
-from tradebench.runs.records import (
-    FAULT_COLUMNS,
-    ORDER_COLUMNS,
-    POSITION_COLUMNS,
-    RECORD_VERSION,
-    STEP_COLUMNS,
-    EpisodeRecord,
-    RunRecord,
-)
+from tradebench.metrics.reliability import FAULT_COLUMNS
+from tradebench.runs.records import RECORD_VERSION, EpisodeRecord, RunRecord
+from tradebench.runs.broker.rows import ORDER_COLUMNS, POSITION_COLUMNS, STEP_COLUMNS
 from tradebench.runs.store import read_episode_record, read_run_record
 from tradebench.runs.summary import SUMMARY_COLUMNS, normalise_summary, summarise_episodes
 

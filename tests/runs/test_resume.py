@@ -11,7 +11,7 @@ import pytest
 from tradebench.agents.baselines import MomentumTopKAgent
 from tradebench.benchmarks import run_spec
 from tradebench.data import load_dataset
-from tradebench.runs.engine import run_backtest_sync
+from tradebench.runs.broker.engine import run_backtest_sync
 from tradebench.runs.journal import Journal
 from tradebench.runs.records import PROGRESS_FILE as PROGRESS
 from tradebench.runs.spec import RunSpec

@@ -19,7 +19,7 @@ from tradebench.cli import app
 from tradebench.llm.loopback import LoopbackServer, Reply
 from tradebench.llm.types import Message
 from tradebench.report.html import Section, table
-from tradebench.runs.engine import trading_days
+from tradebench.runs.broker.engine import trading_days
 from tradebench.runs.protocol import EpisodeRef
 from tradebench.runs.store import write_json
 from tradebench.view import MarketView

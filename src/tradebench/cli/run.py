@@ -66,7 +66,7 @@ def backtest(
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-    from tradebench.runs.backtest import BacktestRequest, backtest_to_folder
+    from tradebench.runs.broker.backtest import BacktestRequest, backtest_to_folder
 
     request = BacktestRequest(
         dataset=dataset,

@@ -177,7 +177,7 @@ class Budget:
 
     async def reserve_async(self, model: ModelConfig, worst: Usage) -> Reservation:
         """`reserve` as a coroutine: the interface `BudgetedModel` awaits, so a budget owned
-        by another process (`runs.ray_services.RemoteBudget`) can stand in for this one."""
+        by another process (`runs.ray.services.RemoteBudget`) can stand in for this one."""
         return self.reserve(model, worst)
 
     async def settle_async(

@@ -215,7 +215,7 @@ class ResponseCache:
 
     async def lookup(self, key: str) -> ChatResponse | None:
         """`get` as a coroutine: the interface `CachedModel` awaits, so a cache owned by
-        another process (`runs.ray_services.RemoteCache`) can stand in for this one."""
+        another process (`runs.ray.services.RemoteCache`) can stand in for this one."""
         return self.get(key)
 
     async def store(self, key: str, model: str, request: str, response: ChatResponse) -> None:

@@ -43,7 +43,7 @@ from tradebench.market.orders import Order, OrderRecord
 from tradebench.market.rules import MarketRules
 from tradebench.masking import MaskLevel, build_masker
 from tradebench.metrics.stats import wilson_interval
-from tradebench.runs.engine import day_quotes
+from tradebench.runs.broker.engine import day_quotes
 from tradebench.view import MarketView
 
 TOLERANCE = 0.05

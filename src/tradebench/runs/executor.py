@@ -7,7 +7,7 @@ the finished ones (an unfinished one continues from its journal). Episodes witho
 event loop through one `ModelPool` (shared cache and budget, bounded concurrency, clean
 budget stop). Every episode's record is written here, and the summary last, so a killed
 run ends identical to an uninterrupted one. With `executor: ray` the same plan runs on a
-Ray cluster instead (`runs.ray_executor`); everything before and after is this module's.
+Ray cluster instead (`runs.ray.executor`); everything before and after is this module's.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from tradebench.runs.guard import check_folder, die_with_parent, run_lock, write
 from tradebench.runs.models import ModelPool
 from tradebench.runs.progress import RunProgress
 from tradebench.runs.protocol import Benchmark, EpisodeContext, EpisodeRef
-from tradebench.runs.ray_executor import RayRun, run_on_ray
+from tradebench.runs.ray.executor import RayRun, run_on_ray
 from tradebench.runs.records import (
     BUDGET_FILE,
     CACHE_FILE,

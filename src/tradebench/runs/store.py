@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from tradebench.errors import DataError
 from tradebench.files import write_parquet_atomic, write_text_atomic
-from tradebench.runs.engine import BacktestResult
+from tradebench.runs.broker.engine import BacktestResult
 from tradebench.runs.records import (
     EPISODE_FILE,
     METRICS_FILE,
@@ -28,11 +28,12 @@ from tradebench.runs.records import (
 RUN_FILES = (STEPS_FILE, POSITIONS_FILE, ORDERS_FILE, METRICS_FILE)
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
+    """A payload with NaN/inf as None and numpy scalars as Python numbers (JSON-safe)."""
     if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
+        return {k: jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     if isinstance(value, float | np.floating):
         return None if not np.isfinite(value) else float(value)
     if isinstance(value, np.integer):
@@ -43,7 +44,7 @@ def _jsonable(value: Any) -> Any:
 def write_json(path: Path, payload: dict[str, Any]) -> None:
     """Write JSON with NaN/inf as null, keys sorted, so files are stable and portable."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(path, json.dumps(_jsonable(payload), indent=2, sort_keys=True) + "\n")
+    write_text_atomic(path, json.dumps(jsonable(payload), indent=2, sort_keys=True) + "\n")
 
 
 def read_json(path: Path) -> dict[str, Any]:
@@ -94,19 +95,6 @@ def read_run_record(folder: Path) -> RunRecord | None:
         return RunRecord.model_validate({"schema_version": 1, **raw})
     except ValueError:
         return None
-
-
-def write_run(
-    out: Path, result: BacktestResult, metrics: dict[str, Any], record: RunRecord
-) -> None:
-    """Write the three tables, `metrics.json` and `run.json` of a broker backtest."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    write_parquet_atomic(result.steps, out / STEPS_FILE, index=False)
-    write_parquet_atomic(result.positions, out / POSITIONS_FILE, index=False)
-    write_parquet_atomic(result.orders, out / ORDERS_FILE, index=False)
-    write_text_atomic(out / METRICS_FILE, json.dumps(_jsonable(metrics), indent=2) + "\n")
-    write_json(out / RUN_FILE, record.model_dump(mode="json"))
 
 
 def read_parquet(path: Path, columns: list[str] | None = None) -> pd.DataFrame:

@@ -15,7 +15,7 @@ from tradebench.market.broker import ExecutionContext, execute_orders
 from tradebench.market.ledger import Account
 from tradebench.market.orders import Order
 from tradebench.market.rules import MarketRules
-from tradebench.runs.engine import day_quotes
+from tradebench.runs.broker.engine import day_quotes
 
 ARTEFACTS = ("cost_curve", "adherence", "pnl_by_name", "loo_spread", "spread_bootstrap")
 TABLES = ("steps", "positions", "orders", "ew_reference", *ARTEFACTS)

@@ -18,7 +18,7 @@ import pytest
 from tests.benchmarks.portfolio.conftest import spec_dict, trader
 from tradebench.benchmarks import build_report, run_spec
 from tradebench.llm.loopback import LoopbackServer, RecordedRequest, Reply
-from tradebench.runs.records import FAULT_COLUMNS
+from tradebench.metrics.reliability import FAULT_COLUMNS
 from tradebench.runs.spec import RunSpec
 from tradebench.runs.trace import trace_bytes, trace_lines
 

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from tradebench.risk import RiskConstraints, violations
-from tradebench.runs.engine import BacktestResult
+from tradebench.runs.broker.engine import BacktestResult
 
 ADHERENCE_COLUMNS = [
     "step",

@@ -44,12 +44,12 @@ from tradebench.llm.types import Usage
 from tradebench.market.rules import MarketRules
 from tradebench.registry import Spec
 from tradebench.risk import RiskConstraints
-from tradebench.runs.backtest import run_record, score
-from tradebench.runs.engine import BacktestResult, trading_days
+from tradebench.runs.broker.backtest import run_record, score
+from tradebench.runs.broker.engine import BacktestResult, trading_days
 from tradebench.runs.protocol import EpisodeContext, EpisodeRef
 from tradebench.runs.records import EpisodeRecord
 from tradebench.runs.spec import AgentEntry, RunSpec, Window
-from tradebench.runs.store import write_run
+from tradebench.runs.broker.store import write_run
 from tradebench.runs.summary import default_metrics
 from tradebench.view import MarketView
 

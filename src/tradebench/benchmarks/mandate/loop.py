@@ -26,7 +26,7 @@ from tradebench.market.distributions import distribute
 from tradebench.market.ledger import Account, AccountSnapshot
 from tradebench.market.orders import Action, Order, OrderRecord
 from tradebench.market.rules import MarketRules
-from tradebench.runs.engine import (
+from tradebench.runs.broker.engine import (
     BacktestResult,
     day_quotes,
     journal_line,
@@ -35,13 +35,7 @@ from tradebench.runs.engine import (
     restore,
 )
 from tradebench.runs.journal import Journal
-from tradebench.runs.records import (
-    OrderRow,
-    StepRow,
-    fault_values,
-    positions_frame,
-    rows_frame,
-)
+from tradebench.runs.broker.rows import OrderRow, StepRow, fault_values, positions_frame, rows_frame
 from tradebench.view import MarketView
 
 WEIGHT_EPS = 1e-9

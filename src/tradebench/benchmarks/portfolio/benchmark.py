@@ -2,7 +2,7 @@
 
 Grid: one index reference per window; every baseline x seed x window (modes and masks do
 not apply to rule agents); every model x mode x mask x seed x window. Every episode goes
-through the broker engine (`runs.engine`): decisions before T's open from the
+through the broker engine (`runs.broker.engine`): decisions before T's open from the
 point-in-time view, fills at the open, marks at the close, one journal line per day.
 """
 
@@ -25,12 +25,12 @@ from tradebench.errors import ConfigError
 from tradebench.llm.types import Usage
 from tradebench.market.rules import MarketRules
 from tradebench.registry import Spec
-from tradebench.runs.backtest import build_rule_agent, run_record, score
-from tradebench.runs.engine import BacktestResult, benchmark_result, run_backtest, trading_days
+from tradebench.runs.broker.backtest import build_rule_agent, run_record, score
+from tradebench.runs.broker.engine import BacktestResult, benchmark_result, run_backtest, trading_days
 from tradebench.runs.protocol import EpisodeContext, EpisodeRef
 from tradebench.runs.records import EpisodeRecord
 from tradebench.runs.spec import RunSpec, Window
-from tradebench.runs.store import write_run
+from tradebench.runs.broker.store import write_run
 from tradebench.runs.summary import default_metrics
 
 NAME = "portfolio"

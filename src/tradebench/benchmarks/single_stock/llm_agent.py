@@ -17,7 +17,7 @@ from tradebench.benchmarks.single_stock.agents import DecisionContext, StepDecis
 from tradebench.benchmarks.single_stock.decision import DecisionArgs, submit_tool
 from tradebench.benchmarks.single_stock.prompt_files import SUBMIT_TOOL
 from tradebench.llm.base import ChatModel
-from tradebench.runs.records import fault_values
+from tradebench.runs.broker.rows import fault_values
 
 EMPTY_REPLY = "empty reply"
 """Prefix of the adapters' `parse_error` for a reply with neither text nor a tool call."""

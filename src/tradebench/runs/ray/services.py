@@ -27,7 +27,7 @@ from typing import Any
 from tradebench.llm.budget import Budget, BudgetConfig, BudgetState, Reservation
 from tradebench.llm.cache import CacheMode, ResponseCache
 from tradebench.llm.types import ChatResponse, ModelConfig, Usage
-from tradebench.runs.ray_cluster import require_ray
+from tradebench.runs.ray.cluster import require_ray
 
 log = logging.getLogger("tradebench.runs")
 

@@ -29,8 +29,8 @@ from tradebench.errors import ConfigError
 from tradebench.llm.base import ChatModel, get_model
 from tradebench.runs.dataset_cache import cached_dataset
 from tradebench.runs.protocol import Benchmark, EpisodeContext, EpisodeRef
-from tradebench.runs.ray_cluster import DatasetShipment, materialise, node_copy, scratch_root
-from tradebench.runs.ray_services import Holder, Services
+from tradebench.runs.ray.cluster import DatasetShipment, materialise, node_copy, scratch_root
+from tradebench.runs.ray.services import Holder, Services
 from tradebench.runs.records import PROGRESS_FILE, TRACE_FILE, EpisodeRecord, episode_folder
 from tradebench.runs.spec import RunSpec
 from tradebench.runs.trace import compact_trace

@@ -2,7 +2,7 @@
 
 Everything above it is the local executor's (plan, resume, the folder lock, the summary).
 Here the driver ships the dataset to the object store once, starts the run's two keepers
-(budget and cache, `ray_services`), and submits every unfinished episode: model-free ones
+(budget and cache, `ray.services`), and submits every unfinished episode: model-free ones
 as one-CPU Ray tasks, model ones to a pool of async `ModelWorker` actors, at most the
 spec's `concurrency` in flight. Each episode streams its journal back step by step and its
 files at the end; the driver alone writes them into the run folder. When a worker (or its
@@ -27,9 +27,9 @@ from tradebench.runs.journal import Journal
 from tradebench.runs.models import BudgetStop, first_error
 from tradebench.runs.progress import Retry, RunProgress
 from tradebench.runs.protocol import Benchmark, EpisodeRef
-from tradebench.runs.ray_cluster import DatasetShipment, connect, require_ray, ship_dataset
-from tradebench.runs.ray_services import Services
-from tradebench.runs.ray_worker import (
+from tradebench.runs.ray.cluster import DatasetShipment, connect, require_ray, ship_dataset
+from tradebench.runs.ray.services import Services
+from tradebench.runs.ray.worker import (
     JOURNAL_FILES,
     EpisodeJob,
     EpisodeResult,
