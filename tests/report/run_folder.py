@@ -17,9 +17,9 @@ import yaml
 
 from tradebench.runs.broker.backtest import BacktestRequest, backtest_to_folder, score
 from tradebench.runs.broker.engine import BacktestResult
-from tradebench.runs.records import AgentRef, RunRecord
 from tradebench.runs.broker.rows import ORDER_COLUMNS, STEP_COLUMNS
 from tradebench.runs.broker.store import write_run
+from tradebench.runs.records import AgentRef, RunRecord
 
 START, END = "2021-03-01", "2021-04-30"
 SPAN = "20210301-20210430"

@@ -46,10 +46,10 @@ from tradebench.registry import Spec
 from tradebench.risk import RiskConstraints
 from tradebench.runs.broker.backtest import run_record, score
 from tradebench.runs.broker.engine import BacktestResult, trading_days
+from tradebench.runs.broker.store import write_run
 from tradebench.runs.protocol import EpisodeContext, EpisodeRef
 from tradebench.runs.records import EpisodeRecord
 from tradebench.runs.spec import AgentEntry, RunSpec, Window
-from tradebench.runs.broker.store import write_run
 from tradebench.runs.summary import default_metrics
 from tradebench.view import MarketView
 
