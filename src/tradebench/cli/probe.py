@@ -189,11 +189,19 @@ def levels(
         Path | None, typer.Option("--out", "-o", help="Parquet file of every attempt.")
     ] = None,
     limit: Annotated[int | None, typer.Option(min=1, help="Only the first N probes.")] = None,
+    initial_cash: Annotated[
+        float,
+        typer.Option(
+            min=1,
+            help="The account's capital (its grid hides lots of stocks under 1/200,000 of it).",
+        ),
+    ] = 1_000_000.0,
 ) -> None:
     """Price-level attack: buy each probe's stock, then read its raw price back from the
-    blinded account (state, account text, fill) under raw and rebased prices.
+    blinded account (state, account text, fill, the smallest order that fills) under raw
+    and rebased prices.
 
-    Example: tradebench probe levels probes.jsonl -o levels.parquet
+    Example: tradebench probe levels probes.jsonl -o levels.parquet --initial-cash 6e8
     """
     from rich.table import Table
 
@@ -204,7 +212,7 @@ def levels(
     probe_set = read_probe_set(probes)
     ds = load_dataset(dataset or Path(probe_set.header.dataset))
     chosen = probe_set.probes[:limit] if limit else probe_set.probes
-    results = attack_levels(ds, probe_pairs(chosen, ds.panel.dates))
+    results = attack_levels(ds, probe_pairs(chosen, ds.panel.dates), initial_cash=initial_cash)
     if out is not None:
         results.to_parquet(out, index=False)
     table = Table(

@@ -16,7 +16,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from tradebench.agents.tools import Tool
-from tradebench.benchmarks.portfolio.agent import _rebase_close
+from tradebench.benchmarks.portfolio.agent import rebase_close
 from tradebench.benchmarks.portfolio.context import PriceMode, StepContext
 from tradebench.benchmarks.portfolio.tools import research_tools
 from tradebench.data.dataset import Dataset, load_dataset
@@ -86,7 +86,7 @@ def export_variants(
     account = Account(rules.initial_cash).snapshot(view.last("close"), view.column_map)
     out = []
     for mode in config.price_modes:
-        rebase = _rebase_close(view, day) if mode == "rebased" else None
+        rebase = rebase_close(view, day) if mode == "rebased" else None
         ctx = StepContext(view, account, rules, mode, rebase)
         for level in config.levels:
             masker = build_masker(level, panel.symbols, panel.dates, day, config.seed, probe_id)

@@ -15,6 +15,11 @@ numbers as shown it forms the ratios an attacker would:
   a known cash amount, weights give values in the currency, and a value is a whole number
   of lots times the price. It hits where the buy came to one lot (a stock whose lot costs
   more than half the weight bought), in any price mode.
+- `lot_step`: the smallest order size, in the units the agent writes, that `risk_check`
+  predicts to fill, found by doubling then bisecting. It is one lot in rebased units (the
+  rebase close) unless the account grid hides the lot (`shown.PriceScale`), in which case
+  it is one grid step, the same for every stock; the recovered close is the size times
+  the shown close over 100.
 
 A guess is a hit when it lies within `TOLERANCE` of the true raw price. The constant guess
 of the rebased level (100) is the baseline: it hits the stocks that trade near 100 anyway.
@@ -30,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from tradebench.agents.tools import Tool
-from tradebench.benchmarks.portfolio.agent import _rebase_close
+from tradebench.benchmarks.portfolio.agent import rebase_close
 from tradebench.benchmarks.portfolio.context import PriceMode, StepContext
 from tradebench.benchmarks.portfolio.observation import StepInfo, user_message
 from tradebench.benchmarks.portfolio.prompt_files import load_prompts
@@ -48,7 +53,9 @@ from tradebench.view import MarketView
 
 TOLERANCE = 0.05
 """A recovered price within 5% of the true one is a hit."""
-CHANNELS = ("state", "account", "fill", "one_lot")
+CHANNELS = ("state", "account", "fill", "one_lot", "lot_step")
+MAX_STEP_UNITS = 2**40
+"""Where the order-size search gives up (no size filled)."""
 BUY_WEIGHT = 0.2
 """The weight of the one buy that makes the account hold the stock."""
 _ACCOUNT = re.compile(r"cash \S+ ([\d,.]+) \([\d.]+% of NAV\); NAV \S+ ([\d,.]+)")
@@ -66,6 +73,10 @@ class Shown:
     """The memory-only user message (account text and yesterday's fill), masked."""
     initial_cash: float
     lot_size: int
+    lot_step: float | None = None
+    """The smallest order size (as written) that `risk_check` predicts to fill."""
+    close_shown: float | None = None
+    """The stock's close as shown on the step (the frame `lot_step` is read in)."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +100,8 @@ def recover(shown: Shown) -> dict[str, float]:
         if p.get("shares") and p.get("weight") is not None:
             out["state"] = shown.state["nav"] * p["weight"] / p["shares"]
             out["one_lot"] = shown.state["nav"] * p["weight"] / shown.lot_size
+    if shown.lot_step is not None and shown.close_shown is not None:
+        out["lot_step"] = shown.lot_step * shown.close_shown / REBASE_LEVEL
     account = _ACCOUNT.search(shown.user)
     if account is None:
         return out
@@ -101,6 +114,27 @@ def recover(shown: Shown) -> dict[str, float]:
         _, units, cost = fills[0]
         out["fill"] = (shown.initial_cash - cash - _number(cost)) / _number(units)
     return out
+
+
+def smallest_filled_size(risk_check: Tool, stock_id: str) -> int | None:
+    """The smallest whole order size `risk_check` predicts to fill for a BUY of `stock_id`
+    (doubling, then bisection); None when no size up to `MAX_STEP_UNITS` fills."""
+
+    def fills(size: int) -> bool:
+        order = {"stock_id": stock_id, "side": "BUY", "shares": size}
+        (row,) = risk_check.fn({"orders": [order]})["predicted"]
+        return row["status"] != "rejected"
+
+    hi = 1
+    while not fills(hi):
+        hi *= 2
+        if hi > MAX_STEP_UNITS:
+            return None
+    lo = hi // 2  # fills(lo) is False (or lo == 0)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if fills(mid) else (mid, hi)
+    return hi
 
 
 def _bought(ds: Dataset, pos: int, symbol: str, rules: MarketRules) -> tuple[Account, OrderRecord]:
@@ -117,28 +151,39 @@ def _bought(ds: Dataset, pos: int, symbol: str, rules: MarketRules) -> tuple[Acc
 
 
 def shown_after_buy(
-    ds: Dataset, pos: int, symbol: str, price_mode: PriceMode, level: MaskLevel, seed: int = 0
+    ds: Dataset,
+    pos: int,
+    symbol: str,
+    price_mode: PriceMode,
+    level: MaskLevel,
+    seed: int = 0,
+    initial_cash: float = 1_000_000.0,
 ) -> tuple[Shown, Truth] | None:
     """The next step's account as the masked agent reads it, and the truth; None when the
     buy did not fill (suspended, at a limit, one lot above the weight) or `pos` is the
     data's last day (no next step)."""
     panel = ds.panel
-    rules = MarketRules.for_market(ds.market)
+    rules = MarketRules.for_market(ds.market, initial_cash=initial_cash)
     account, record = _bought(ds, pos, symbol, rules)
     if record.filled_shares <= 0 or pos + 1 >= len(panel.dates):
         return None
     account.unlock()
     first, view = panel.dates[pos], MarketView(ds, panel.dates[pos + 1])
     snap = account.snapshot(view.last("close"), view.column_map)
-    rebase = _rebase_close(view, first) if price_mode == "rebased" else None
+    rebase = rebase_close(view, first) if price_mode == "rebased" else None
     ctx = StepContext(view, snap, rules, price_mode, rebase)
     masker = build_masker(level, panel.symbols, panel.dates, first, seed, f"{symbol}:{pos}")
     tools: dict[str, Tool] = {t.name: t for t in research_tools(ctx, masker)}
     state = tools["get_portfolio_state"].fn({})
     step = StepInfo(2, 2, (record,), 0.0, 0.0)
     user = user_message(ctx, masker, load_prompts(), "memory_only", step, currency="CNY")
-    truth = Truth(float(view.last("close")[view.column(symbol)]), float(record.fill_price or 0))
-    return Shown(state, user, rules.initial_cash, rules.lot_size), truth
+    col = view.column(symbol)
+    truth = Truth(float(view.last("close")[col]), float(record.fill_price or 0))
+    alias = masker.symbol_label(symbol)
+    step_size = smallest_filled_size(tools["risk_check"], alias)
+    close_shown = ctx.scale.price(col, float(view.last("close")[col]))
+    shown = Shown(state, user, rules.initial_cash, rules.lot_size, step_size, close_shown)
+    return shown, truth
 
 
 def attack_levels(
@@ -146,13 +191,14 @@ def attack_levels(
     pairs: list[tuple[str, int]],
     price_modes: tuple[PriceMode, ...] = ("raw", "rebased"),
     level: MaskLevel = "blinded",
+    initial_cash: float = 1_000_000.0,
 ) -> pd.DataFrame:
     """One row per (stock, day) x price mode x channel: the recovered price, the truth,
     whether it is a hit, and whether the constant rebased level would have been one."""
     rows = []
     for symbol, pos in pairs:
         for mode in price_modes:
-            found = shown_after_buy(ds, pos, symbol, mode, level)
+            found = shown_after_buy(ds, pos, symbol, mode, level, initial_cash=initial_cash)
             if found is None:
                 continue
             shown, truth = found

@@ -158,6 +158,8 @@ def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     llm = summary[summary["kind"] == "llm"]
     assert (llm["status"] == "done").all() and len(llm) == 12
     assert (llm["fallback_steps"] == 0).all()  # after every attack, a valid decision
+    visible = llm["lot_visible_share"]  # a 1M book: the account grid hides almost no lot
+    assert (visible > 0.5).all() if price_mode == "rebased" else visible.isna().all()
     return AdversarialRun(name, price_mode, ds, _conversations(requests), folder)
 
 

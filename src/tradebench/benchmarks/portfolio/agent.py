@@ -84,7 +84,7 @@ class PortfolioLLMAgent:
             account,
             self.rules,
             price_mode,
-            _rebase_close(view, step.first_day) if price_mode == "rebased" else None,
+            rebase_close(view, step.first_day) if price_mode == "rebased" else None,
         )
         limits = SubmitLimits.for_tokens(self.model.config.max_tokens)  # the reply must fit
         if self._system is None:  # the same every step of the episode
@@ -135,7 +135,7 @@ def _buyable(
     return frozenset.intersection(*sets) if sets else None
 
 
-def _rebase_close(view: MarketView, first_day: Any) -> np.ndarray:
+def rebase_close(view: MarketView, first_day: Any) -> np.ndarray:
     """Raw closes on the last day before the episode (the 100 of rebased prices)."""
     first = view.t + view.day_index(first_day)  # calendar position of the first decision day
     rows = view.window("close", view.t - first + 1)  # starts on the day before it

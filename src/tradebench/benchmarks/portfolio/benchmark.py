@@ -16,9 +16,10 @@ import numpy as np
 import pandas as pd
 
 from tradebench.agents.loop_types import LoopConfig
-from tradebench.benchmarks.portfolio.agent import PortfolioLLMAgent
+from tradebench.benchmarks.portfolio.agent import PortfolioLLMAgent, rebase_close
 from tradebench.benchmarks.portfolio.options import MODES, PortfolioOptions, resolve_price_mode
 from tradebench.benchmarks.portfolio.prompt_files import load_prompts
+from tradebench.benchmarks.portfolio.shown import LotExposure, lot_exposure
 from tradebench.data.dataset import Dataset
 from tradebench.data.indexes import index_name
 from tradebench.errors import ConfigError
@@ -26,12 +27,18 @@ from tradebench.llm.types import Usage
 from tradebench.market.rules import MarketRules
 from tradebench.registry import Spec
 from tradebench.runs.broker.backtest import build_rule_agent, run_record, score
-from tradebench.runs.broker.engine import BacktestResult, benchmark_result, run_backtest, trading_days
+from tradebench.runs.broker.engine import (
+    BacktestResult,
+    benchmark_result,
+    run_backtest,
+    trading_days,
+)
+from tradebench.runs.broker.store import write_run
 from tradebench.runs.protocol import EpisodeContext, EpisodeRef
 from tradebench.runs.records import EpisodeRecord
 from tradebench.runs.spec import RunSpec, Window
-from tradebench.runs.broker.store import write_run
 from tradebench.runs.summary import default_metrics
+from tradebench.view import MarketView
 
 NAME = "portfolio"
 log = logging.getLogger("tradebench.runs")
@@ -93,6 +100,32 @@ def warn_if_cut(dataset: Dataset, window: Window) -> None:
         )
 
 
+def episode_lot_exposure(ds: Dataset, start: str, end: str, rules: MarketRules) -> LotExposure:
+    """How far the account grid of an episode starting at `start` hides the lots of its
+    first day's universe under rebased prices (`shown.lot_exposure`)."""
+    first = ds.panel.dates[trading_days(ds.panel, start, end)[0]]
+    view = MarketView(ds, first)
+    return lot_exposure(
+        rebase_close(view, first)[view.member_mask()], rules.lot_size, rules.initial_cash
+    )
+
+
+def warn_if_lots_show(ds: Dataset, window: Window, rules: MarketRules) -> None:
+    """Say on screen when rebased prices cannot hide some lots at the spec's capital."""
+    exposure = episode_lot_exposure(ds, str(window.start), str(window.end), rules)
+    if exposure.visible_share > 0:
+        log.warning(
+            "under rebased prices the account grid (0.1%% of the initial cash) cannot hide "
+            "one lot of %.0f%% of the universe in %s..%s, so their price levels can be read "
+            "from holdings and order sizes; an initial_cash of %s or more hides every lot "
+            "(docs/portfolio.md)",
+            exposure.visible_share * 100,
+            window.start,
+            window.end,
+            f"{exposure.capital_to_hide:,.0f}",
+        )
+
+
 def step_cap(*caps: int | None) -> int | None:
     """The tightest of the given step caps (None = no cap)."""
     given = [c for c in caps if c is not None]
@@ -127,9 +160,15 @@ class PortfolioBenchmark:
         unknown = sorted(set(modes) - set(MODES))
         if unknown:
             raise ConfigError(f"unknown modes {unknown}; the portfolio modes are {list(MODES)}")
+        rules = MarketRules.for_market(dataset.market, initial_cash=options.initial_cash)
+        rebased = any(
+            resolve_price_mode(options.price_mode, mask) == "rebased"  # type: ignore[arg-type]
+            for mask in spec.masks
+        )
         for window in spec.windows:
             warn_if_cut(dataset, window)
-        rules = MarketRules.for_market(dataset.market, initial_cash=options.initial_cash)
+            if rebased and any(entry.is_llm for entry in spec.agents):
+                warn_if_lots_show(dataset, window, rules)
         for entry in spec.agents:  # an unknown baseline or bad arguments: before any episode
             if not entry.is_llm:
                 build_rule_agent(entry.baseline or "", entry.args, rules)
@@ -137,7 +176,10 @@ class PortfolioBenchmark:
 
     def summary_row(self, record: EpisodeRecord, folder: Any) -> dict[str, Any]:
         """The metric panel's columns, plus the price mode a model episode ran under."""
-        return default_metrics(record, folder) | {"price_mode": record.extras.get("price_mode")}
+        return default_metrics(record, folder) | {
+            "price_mode": record.extras.get("price_mode"),
+            "lot_visible_share": record.extras.get("lot_visible_share"),
+        }
 
     async def run_episode(self, ref: EpisodeRef, ctx: EpisodeContext) -> EpisodeRecord:
         """Simulate the episode through the broker (resuming its journal) and write it."""
@@ -220,6 +262,10 @@ class PortfolioBenchmark:
             "max_tool_calls": opts.max_tool_calls,
             "tokens": used.input_tokens + used.output_tokens,
         }
+        if price_mode == "rebased":
+            exposure = episode_lot_exposure(ctx.dataset, start, end, rules)
+            extra["lot_visible_share"] = exposure.visible_share
+            extra["capital_to_hide_lots"] = exposure.capital_to_hide
         if price is not None:
             extra["cost_usd"] = price.cost(used)
         return result, extra

@@ -59,7 +59,7 @@ class StepContext:
     @cached_property
     def scale(self) -> PriceScale:
         """The step's one converter of price levels and quantities (`shown.PriceScale`)."""
-        return PriceScale(self.price_mode, self.rebase_close)
+        return PriceScale(self.price_mode, self.rebase_close, self.rules.initial_cash)
 
     def held(self) -> dict[str, int]:
         """Symbol -> shares held at T-1's close."""

@@ -109,15 +109,20 @@ def _quantity(x: float | int | None) -> str:
     return f"{x:,}" if isinstance(x, int) else f"{x:,.2f}"
 
 
+def _money(x: float | None) -> str:
+    """An amount of money as written (`PriceScale.money`), with separators and cents."""
+    return "n/a" if x is None else f"{x:,.2f}"
+
+
 def account_text(ctx: StepContext, masker: Masker, currency: str, prices: bool) -> str:
     """Cash (also as a share of NAV), NAV and each holding; the holding's close only when
     the mode shows prices (memory-only shows none). Under rebased prices holdings are in
     rebased units and a line says so (`shown.UNITS_NOTE`)."""
     a, scale = ctx.account, ctx.scale
-    share = a.cash / a.nav * 100 if a.nav > 0 else 0.0
+    share = (scale.weight(a.cash / a.nav) or 0.0) * 100 if a.nav > 0 else 0.0
     lines = [
-        f"cash {currency} {a.cash:,.2f} ({share:.2f}% of NAV); NAV {currency} {a.nav:,.2f}; "
-        f"{len(a.positions)} holdings"
+        f"cash {currency} {_money(scale.money(a.cash))} ({share:.2f}% of NAV); "
+        f"NAV {currency} {_money(scale.money(a.nav))}; {len(a.positions)} holdings"
     ]
     if scale.hides_levels:
         lines.append(f"({UNITS_NOTE})")
@@ -126,7 +131,7 @@ def account_text(ctx: StepContext, masker: Masker, currency: str, prices: bool) 
         line = (
             f"- {masker.symbol_label(p.symbol)}: {_quantity(scale.quantity(col, p.shares))} "
             f"shares (sellable {_quantity(scale.quantity(col, p.available))}), "
-            f"weight {p.weight * 100:.2f}%"
+            f"weight {(scale.weight(p.weight) or 0.0) * 100:.2f}%"
         )
         if prices:
             price = scale.price(col, p.close)
@@ -155,7 +160,8 @@ def _outcome_text(
             filled = _quantity(scale.quantity(columns.get(r.symbol, -1), r.filled_shares))
             lines.append(
                 f"- {r.side} {ident}: {r.status} {filled} shares, "
-                f"cost {r.cost:,.2f}" + (f" ({masker.mask_text(note)})" if note else "")
+                f"cost {_money(scale.money(r.cost))}"
+                + (f" ({masker.mask_text(note)})" if note else "")
             )
     return "\n".join(lines)
 

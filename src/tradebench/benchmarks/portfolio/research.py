@@ -139,13 +139,13 @@ def get_stock_snapshot(ctx: StepContext, stock_id: str, lookback: int = 10) -> d
         **_limit_prices(ctx, col),
         "limit_hits_last_5d": hits,
         "warning": "hit a daily limit in the last 5 days" if hits else None,
-        "one_lot_cost_pct_nav": _lot_cost_pct(ctx, lot_cost, nav),
+        "one_lot_cost_pct_nav": _lot_cost_pct(ctx, col, lot_cost, nav),
         "holding": None
         if held is None
         else {
             "shares": scale.quantity(col, held.shares),
             "sellable": scale.quantity(col, held.available),
-            "weight": _r(held.weight),
+            "weight": scale.weight(held.weight),
         },
     }
 
@@ -156,14 +156,17 @@ def _volume(scale: PriceScale, col: int, volume: float) -> float | None:
     return None if shown is None else float(shown)
 
 
-def _lot_cost_pct(ctx: StepContext, lot_cost: float, nav: float) -> float | None:
-    """One lot's cost in % of NAV; one significant figure when price levels are hidden,
-    so the field cannot give the raw price back."""
+def _lot_cost_pct(ctx: StepContext, col: int, lot_cost: float, nav: float) -> float | None:
+    """One lot's cost in % of NAV. When price levels are hidden: 0 where the account grid
+    hides the lot (`PriceScale.lot_hidden`), else one significant figure, so the field
+    cannot give the raw price back."""
     if not nav > 0 or not np.isfinite(lot_cost):
         return None
     pct = lot_cost / nav * 100
     if not ctx.scale.hides_levels or pct <= 0:
         return _r(pct, 3)
+    if ctx.scale.lot_hidden(col, ctx.rules.lot_size):
+        return 0.0
     return float(f"{pct:.1g}")
 
 
@@ -197,16 +200,16 @@ def get_portfolio_state(ctx: StepContext) -> dict[str, Any]:
     a, scale = ctx.account, ctx.scale
     cols = {p.symbol: ctx.view.column(p.symbol) for p in a.positions}
     state: dict[str, Any] = {
-        "cash": round(a.cash, 2),
-        "nav": round(a.nav, 2),
-        "cash_weight": _r(a.cash / a.nav) if a.nav > 0 else None,
+        "cash": scale.money(a.cash),
+        "nav": scale.money(a.nav),
+        "cash_weight": scale.weight(a.cash / a.nav) if a.nav > 0 else None,
         "positions": [
             {
                 "stock_id": p.symbol,
                 "shares": scale.quantity(cols[p.symbol], p.shares),
                 "sellable": scale.quantity(cols[p.symbol], p.available),
                 "close": scale.price(cols[p.symbol], p.close),
-                "weight": _r(p.weight),
+                "weight": scale.weight(p.weight),
             }
             for p in a.positions
         ],
@@ -250,13 +253,13 @@ def risk_check(ctx: StepContext, orders: list[Order]) -> dict[str, Any]:
                 "side": r.side,
                 "status": r.status,
                 "shares": _shares_shown(scale, v.column(r.symbol), r),
-                "est_cost": round(r.cost, 2),
+                "est_cost": scale.money(r.cost),
                 "reject_code": r.reject_code.value if r.reject_code else None,
                 "message": scale.note(r),
             }
             for r in records
         ],
-        "cash_after": round(account.cash, 2),
+        "cash_after": scale.money(account.cash),
         "refused": [
             {"order": i, "code": str(code), "problem": text}
             for i, code, text in account_problems(orders, ctx)

@@ -12,11 +12,23 @@ number tied to a stock's price level is shown in that stock's rebased frame:
 Money (cash, NAV, costs, values) stays in the currency: with both conversions every value
 the model can form (price x units, cost / value, NAV x weight / units, a cash change over
 the units filled) agrees with the real ledger, and no ratio of two numbers shown gives a
-raw price back. Quantities the model writes (an order's `shares`) are read as units and
-turned back into real shares here (`shares`), rounded down to whole lots.
+raw price back.
 
-Every field that carries a price level or a quantity of a stock asks `PriceScale`; the
-engine's ledger is never touched.
+**The account grid.** The lot rule is a second channel: a real holding is a whole number of
+lots, so in rebased units it is a whole multiple of `base` (one lot of 100 shares is `base`
+units), and the smallest order the broker fills is one lot. Read off holdings, or stepped
+through order sizes in `risk_check`, that multiple is the raw price. Under `rebased` prices
+every amount the model reads or writes therefore lies on one grid, `ACCOUNT_GRID` of the
+initial capital: money rounded to the grid, weights to `ACCOUNT_GRID`, quantities to the
+units one grid step buys at the rebase close (`unit_step`), and an order's size read on the
+same grid (smaller than one step: refused, the same for every stock). Where one lot is worth
+under half a grid step (`lot_hidden`) the rounding to lots never moves a shown number, so
+lots cannot be seen; a stock whose lot is worth more keeps its lot visible (the book is too
+small for it): `lot_visible_share` counts such stocks so that runs and reports can say so,
+and docs/portfolio.md gives the capital that closes the channel.
+
+Every field that carries a price level, a quantity of a stock or an amount of money asks
+`PriceScale`; the engine's ledger is never touched.
 """
 
 from __future__ import annotations
@@ -34,11 +46,14 @@ REBASE_LEVEL = 100.0
 """A rebased price on the rebase day."""
 PRICE_DIGITS = 3
 UNIT_DIGITS = 2
+ACCOUNT_GRID = 0.001
+"""The account grid under rebased prices, as a share of the initial capital (0.1%)."""
 UNITS_NOTE = (
     "prices are rebased to 100 at the close before the episode, and every share count you "
     "read or write (holdings, sellable, fills, volume, an order's shares) is in rebased "
-    "units: a rebased price times units is the value in cash; orders in units are rounded "
-    "down to whole lots"
+    "units: a rebased price times units is the value in cash; amounts of cash and units "
+    "are rounded to a grid of 0.1% of the initial capital, weights to 0.1%, and an order "
+    "smaller than one grid step is refused"
 )
 """How the rebased frame is explained to the model (the account text and the state)."""
 OUTCOME_TEXT = {
@@ -50,7 +65,7 @@ OUTCOME_TEXT = {
     RejectCode.ONE_SIDED: "the stock traded at a single limit price all day",
     RejectCode.SUSPENDED: "the stock is suspended today",
     RejectCode.INSUFFICIENT_CASH: "not enough cash",
-    RejectCode.LOT_SIZE: "not a whole number of lots",
+    RejectCode.LOT_SIZE: "less than the smallest order (one grid step and one lot)",
     RejectCode.INVALID_ORDER: (
         "the order cannot be executed as sized (a target weight not beyond the current one, "
         "or more than is held)"
@@ -67,10 +82,24 @@ class PriceScale:
     Attributes:
         mode: `raw` or `rebased`.
         base: (N,) raw closes on the rebase day (None under `raw`; NaN where unknown).
+        capital: the initial capital in the currency; under `rebased` the account grid is
+            `ACCOUNT_GRID` of it.
     """
 
     mode: PriceMode = "raw"
     base: np.ndarray | None = None
+    capital: float = 1_000_000.0
+
+    @property
+    def grid(self) -> float:
+        """One step of the account grid in the currency (`ACCOUNT_GRID` x the capital)."""
+        return ACCOUNT_GRID * self.capital
+
+    @property
+    def unit_step(self) -> float:
+        """The rebased units one grid step buys at the rebase close (units x 100 is the
+        value at that close)."""
+        return self.grid / REBASE_LEVEL
 
     @property
     def hides_levels(self) -> bool:
@@ -107,19 +136,70 @@ class PriceScale:
             return None, None
         return round(shown * (1 + pct), PRICE_DIGITS), round(shown * (1 - pct), PRICE_DIGITS)
 
+    def money(self, value: float) -> float | None:
+        """An amount of money as shown: cents under `raw`, on the account grid otherwise."""
+        if not np.isfinite(value):
+            return None
+        if not self.hides_levels:
+            return round(float(value), 2)
+        return round(_on_grid(float(value), self.grid), 2)
+
+    def weight(self, value: float, digits: int = 4) -> float | None:
+        """A weight (a share of NAV) as shown: `digits` decimals under `raw`, on the grid
+        (`ACCOUNT_GRID`) otherwise."""
+        if not np.isfinite(value):
+            return None
+        if not self.hides_levels:
+            return round(float(value), digits)
+        return round(_on_grid(float(value), ACCOUNT_GRID), 6)
+
     def quantity(self, col: int, shares: float) -> float | int | None:
-        """A quantity of one stock as shown: shares under `raw`, rebased units otherwise."""
+        """A quantity of one stock as shown: shares under `raw`, rebased units on the grid
+        (`unit_step`) otherwise."""
         if not self.hides_levels:
             return int(shares) if float(shares).is_integer() else float(shares)
         base = self._base(col)
         if base is None or not np.isfinite(shares):
             return None
-        return round(float(shares) * base / REBASE_LEVEL, UNIT_DIGITS)
+        units = _on_grid(float(shares) * base / REBASE_LEVEL, self.unit_step)
+        return round(units, UNIT_DIGITS)
+
+    def lot_hidden(self, col: int, lot: int) -> bool:
+        """Whether one lot of the stock, at its rebase close, is worth under half a grid
+        step, so that rounding to lots never shows (always True under `raw`, where nothing
+        is hidden by the grid)."""
+        if not self.hides_levels:
+            return True
+        base = self._base(col)
+        return base is None or base * lot < self.grid / 2
+
+    def lot_visible_share(self, cols: np.ndarray, lot: int) -> float:
+        """The share of `cols` whose lot the grid cannot hide (0 under `raw`)."""
+        if not self.hides_levels or self.base is None or len(cols) == 0:
+            return 0.0
+        base = self.base[np.asarray(cols, dtype=int)]
+        return float(np.mean(np.isfinite(base) & (base * lot >= self.grid / 2)))
+
+    def target_weight(self, value: float) -> float:
+        """A target weight the model wrote as the broker reads it: as written under `raw`,
+        on the grid (`ACCOUNT_GRID`) otherwise, so that weights cannot be tuned finer than
+        the grid to find where a lot boundary falls."""
+        if not self.hides_levels:
+            return float(value)
+        return _on_grid(float(value), ACCOUNT_GRID)
+
+    @property
+    def too_small(self) -> str:
+        """Why an order's size comes to no shares, in words that name no level."""
+        if not self.hides_levels:
+            return "shares come to less than one lot"
+        return "shares come to less than the smallest order (one grid step and one lot)"
 
     def shares(self, col: int, quantity: float, lot: int, held: int = 0) -> int:
         """The real shares of a quantity the model wrote. Raw: as written. Rebased: the
-        units in shares, rounded down to whole lots, except that at least the shown size of
-        the holding (`held` > 0) means all of it; 0 when the stock has no rebase close."""
+        units read on the grid (`unit_step`; under one step is 0), in shares, rounded down
+        to whole lots, except that at least the shown size of the holding (`held` > 0)
+        means all of it; 0 when the stock has no rebase close."""
         if not self.hides_levels:
             return int(quantity)
         base = self._base(col)
@@ -127,7 +207,8 @@ class PriceScale:
             return 0
         if held > 0 and quantity >= (self.quantity(col, held) or math.inf):
             return held
-        exact = quantity * REBASE_LEVEL / base
+        units = _on_grid(float(quantity), self.unit_step)
+        exact = units * REBASE_LEVEL / base
         return math.floor(exact / lot + 1e-9) * lot
 
     def note(self, record: OrderRecord) -> str:
@@ -136,3 +217,33 @@ class PriceScale:
         if not self.hides_levels:
             return record.message
         return "" if record.reject_code is None else OUTCOME_TEXT[record.reject_code]
+
+
+@dataclass(frozen=True)
+class LotExposure:
+    """How far an episode's account grid hides lots (rebased prices only).
+
+    Attributes:
+        visible_share: the share of the universe whose lot, at the rebase close, is worth at
+            least half a grid step, so that its lot (and its raw price) can be read.
+        capital_to_hide: the smallest initial capital whose grid hides every lot.
+    """
+
+    visible_share: float
+    capital_to_hide: float
+
+
+def lot_exposure(base: np.ndarray, lot: int, capital: float) -> LotExposure:
+    """The `LotExposure` of universe stocks whose rebase closes are `base`."""
+    base = np.asarray(base, dtype=float)
+    base = base[np.isfinite(base) & (base > 0)]
+    if base.size == 0:
+        return LotExposure(0.0, 0.0)
+    scale = PriceScale("rebased", base, capital)
+    visible = scale.lot_visible_share(np.arange(base.size), lot)
+    return LotExposure(visible, float(2 * base.max() * lot / ACCOUNT_GRID))
+
+
+def _on_grid(value: float, step: float) -> float:
+    """`value` rounded to the nearest multiple of `step` (half away from zero)."""
+    return math.copysign(math.floor(abs(value) / step + 0.5) * step, value)

@@ -28,7 +28,7 @@ from tradebench.agents.tools import (
 )
 from tradebench.benchmarks.portfolio import research
 from tradebench.benchmarks.portfolio.account_check import account_problems
-from tradebench.benchmarks.portfolio.context import StepContext
+from tradebench.benchmarks.portfolio.context import PriceScale, StepContext
 from tradebench.benchmarks.portfolio.submit_schema import (
     MAX_SHARES,
     OVERALL_CHARS,
@@ -131,7 +131,7 @@ def _orders(ctx: StepContext, raw: list[dict[str, Any]]) -> list[Order]:
             shares = real_shares(ctx, symbol, o["side"], int(o["shares"]))
             size: dict[str, Any] = {"shares": max(shares, 1)}
         else:
-            size = {"target_weight": float(o.get("target_weight") or 0.0)}
+            size = {"target_weight": ctx.scale.target_weight(float(o.get("target_weight") or 0.0))}
         orders.append(Order(stock_id=symbol, side=o["side"], **size))
     return orders
 
@@ -271,8 +271,11 @@ class _Legal:
         return []
 
 
-def _order(order: SubmitOrder, symbol: str, shares: int | None) -> Order:
-    size = {"shares": shares} if shares is not None else {"target_weight": order.target_weight}
+def _order(order: SubmitOrder, symbol: str, shares: int | None, scale: PriceScale) -> Order:
+    if shares is not None:
+        size: dict[str, Any] = {"shares": shares}
+    else:
+        size = {"target_weight": scale.target_weight(order.target_weight or 0.0)}
     return Order(
         stock_id=symbol, side=order.side, confidence=order.confidence, reason=order.reason, **size
     )
@@ -325,9 +328,9 @@ def submit_tool(
                 if not found and o.shares is not None:
                     shares = real_shares(ctx, symbol, o.side, o.shares)
                     if shares <= 0:
-                        found.append((SubmitCode.SIZE, "shares come to less than one lot"))
+                        found.append((SubmitCode.SIZE, ctx.scale.too_small))
                 if not found:
-                    orders.append(_order(o, symbol, shares))
+                    orders.append(_order(o, symbol, shares, ctx.scale))
             problems += [(i, code, text) for code, text in found]
         if not problems:  # each order legal alone: now the list against the account
             problems = list(account_problems(orders, ctx))

@@ -1,0 +1,125 @@
+"""The lot channel: whole lots give the raw price back unless the account grid hides them.
+
+Under rebased prices one lot of a stock is `base` rebased units, `base` being its raw close
+before the episode. An attacker who steps an order's size through `risk_check` finds the
+smallest size that fills, and so the raw price. The account grid (0.1% of the initial
+capital, docs/portfolio.md) hides a lot worth under half a grid step. The oracles here are
+the documented rule and the raw data, not the converter's code:
+
+- a lot is hidden when 100 x price < 0.0005 x capital, i.e. capital > 200,000 x price;
+- a hidden lot leaves the smallest filling size the same for every stock;
+- every quantity shown is a whole number of grid steps, a step being the units that
+  0.1% of the capital buys at the rebase close (capital x 0.001 / 100).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tradebench.data import Dataset, load_dataset
+from tradebench.probe.level_attack import attack_levels, shown_after_buy
+
+DAY = "2024-06-03"
+BIG_BOOK = 1e9
+"""Hides the lot of every stock under CNY 5,000 (200,000 x 5,000)."""
+
+
+def _stocks(ds: Dataset, pos: int, n: int) -> list[str]:
+    """The dearest member stock that day and `n - 1` others spread over the price range."""
+    panel = ds.panel
+    close = panel.fields["close"][pos - 1]
+    members = np.flatnonzero(panel.listed[pos] & panel.listed[pos - 1] & np.isfinite(close))
+    ranked = members[np.argsort(-close[members])]
+    picks = ranked[np.linspace(0, len(ranked) - 1, n).astype(int)]
+    return [str(panel.symbols[c]) for c in picks]
+
+
+@pytest.fixture(scope="module")
+def ds(cn_dataset_dir: Path) -> Dataset:
+    return load_dataset(cn_dataset_dir)
+
+
+def _pos(ds: Dataset) -> int:
+    return int(np.searchsorted(ds.panel.dates, np.datetime64(DAY)))
+
+
+def test_order_sizes_give_the_raw_price_at_a_small_book(ds: Dataset) -> None:
+    """At CNY 1M the lot of a dear stock is far above the grid: the smallest order that
+    fills is its lot, and the price comes back (the channel is real: the check can fail)."""
+    pos = _pos(ds)
+    dear = _stocks(ds, pos, 2)[0]
+    found = shown_after_buy(ds, pos, dear, "rebased", "blinded", initial_cash=1e6)
+    assert found is not None
+    shown, truth = found
+    assert shown.lot_step is not None and shown.close_shown is not None
+    recovered = shown.lot_step * shown.close_shown / 100
+    assert recovered == pytest.approx(truth.close, rel=0.05)
+
+
+def test_a_big_enough_book_hides_every_lot(ds: Dataset) -> None:
+    """At a book above 200,000 x the dearest price the smallest filling size is the same
+    for every stock, so it names none, and no price comes back from it."""
+    pos = _pos(ds)
+    stocks = _stocks(ds, pos, 8)
+    dearest = float(ds.panel.fields["close"][pos - 1, ds.panel.column_map[stocks[0]]])
+    assert 200_000 * dearest * 1.5 < BIG_BOOK  # the oracle's condition, with room
+    steps, misses, judged = set(), 0, 0
+    for symbol in stocks:
+        found = shown_after_buy(ds, pos, symbol, "rebased", "blinded", initial_cash=BIG_BOOK)
+        if found is None:  # the buy did not fill that day (a limit, a suspension)
+            continue
+        shown, truth = found
+        judged += 1
+        steps.add(shown.lot_step)
+        recovered = shown.lot_step * shown.close_shown / 100
+        misses += abs(recovered / truth.close - 1) > 0.05
+    assert judged >= 6 and stocks[0] in str(stocks)
+    assert len(steps) == 1, steps
+    assert misses >= judged - 1  # at most a stock near the constant guess
+    step = BIG_BOOK * 0.001 / 100
+    assert steps.pop() == pytest.approx(step / 2, abs=1)  # half a grid step rounds up
+
+
+def test_every_quantity_shown_is_whole_grid_steps(ds: Dataset) -> None:
+    """Holdings, sellable amounts and the fill line are whole grid steps (no lot shows)."""
+    pos = _pos(ds)
+    step = BIG_BOOK * 0.001 / 100
+    judged = 0
+    for symbol in _stocks(ds, pos, 5):
+        found = shown_after_buy(ds, pos, symbol, "rebased", "blinded", initial_cash=BIG_BOOK)
+        if found is None:
+            continue
+        shown, _ = found
+        judged += 1
+        (position,) = shown.state["positions"]
+        for value in (position["shares"], position["sellable"]):
+            assert value is not None and value > 0
+            assert value / step == pytest.approx(round(value / step), abs=1e-6), value
+        assert round(shown.state["cash"] / (BIG_BOOK * 0.001), 6).is_integer()
+        assert round(shown.state["nav"] / (BIG_BOOK * 0.001), 6).is_integer()
+    assert judged >= 3
+
+
+def test_the_attack_table_has_the_lot_channel(ds: Dataset) -> None:
+    """`attack_levels` reports `lot_step`: at 1M under rebased prices the price of each of
+    the three dearest stocks comes back (a lot of 20+ grid steps; a buy that did not fill
+    that day has no row), at a big book none beyond the constant guess."""
+    pos = _pos(ds)
+    panel = ds.panel
+    close = panel.fields["close"][pos - 1]
+    members = np.flatnonzero(panel.listed[pos] & panel.listed[pos - 1] & np.isfinite(close))
+    dearest = members[np.argsort(-close[members])][:3]
+    assert (close[dearest] * 100 > 20 * 1e6 * 0.001).all()
+    pairs = [(str(panel.symbols[c]), pos) for c in dearest]
+    small = attack_levels(ds, pairs, price_modes=("rebased",), initial_cash=1e6)
+    big = attack_levels(ds, pairs, price_modes=("rebased",), initial_cash=BIG_BOOK)
+    lot_small = small[small["channel"] == "lot_step"]
+    lot_big = big[big["channel"] == "lot_step"]
+    assert len(lot_small) == len(lot_big) >= 2
+    assert lot_small["hit"].all()
+    assert not (lot_big["hit"] & ~lot_big["constant_hit"]).any()
+    assert isinstance(lot_big, pd.DataFrame)
