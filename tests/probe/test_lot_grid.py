@@ -123,3 +123,27 @@ def test_the_attack_table_has_the_lot_channel(ds: Dataset) -> None:
     assert lot_small["hit"].all()
     assert not (lot_big["hit"] & ~lot_big["constant_hit"]).any()
     assert isinstance(lot_big, pd.DataFrame)
+
+
+def test_a_run_says_which_capital_hides_every_lot(
+    ds: Dataset, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The warning a spec gets at a small book names the capital (200,000 x the dearest
+    rebase close of the window's universe), and a book that large gets none."""
+    from tradebench.benchmarks.portfolio.benchmark import warn_if_lots_show
+    from tradebench.market.rules import MarketRules
+    from tradebench.runs.spec import Window
+
+    window = Window(start=DAY, end="2024-06-10")
+    pos = _pos(ds)
+    panel = ds.panel
+    members = panel.listed[pos] & panel.listed[pos - 1]
+    dearest = float(np.nanmax(np.where(members, panel.fields["close"][pos - 1], np.nan)))
+    with caplog.at_level("WARNING", logger="tradebench.runs"):
+        warn_if_lots_show(ds, window, MarketRules.for_market("cn", initial_cash=1e6))
+    (record,) = [r for r in caplog.records if "account grid" in r.getMessage()]
+    assert f"{200_000 * dearest:,.0f}" in record.getMessage()
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="tradebench.runs"):
+        warn_if_lots_show(ds, window, MarketRules.for_market("cn", initial_cash=BIG_BOOK))
+    assert not [r for r in caplog.records if "account grid" in r.getMessage()]

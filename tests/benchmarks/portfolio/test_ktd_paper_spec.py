@@ -30,6 +30,7 @@ def test_the_ktd_spec_is_the_papers_grid_and_its_header_figures_hold(shared_data
     assert isinstance(options, PortfolioOptions)
     assert options.prompt_version == "v4" and options.resolved_limit_filter
     assert options.resolved_answer_form("open_research") == "tool"
+    assert options.initial_cash >= 200_000 * 1_912.9  # the grid hides Moutai's lot
     assert spec.modes == ["open_research"] and spec.masks == ["blinded"]
     assert [(str(w.start), str(w.end)) for w in spec.windows] == [("2024-01-01", "2026-04-10")]
     models = spec.llm_agents()
