@@ -5,6 +5,7 @@ every filled order gets its outcome, both checked against the source file itself
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -68,7 +69,7 @@ def _expected_credits(steps: pd.DataFrame, positions: pd.DataFrame, src: pd.Data
     """
     dates = list(steps["date"])
     out = [0.0]
-    for prev, day in zip(dates, dates[1:], strict=False):
+    for prev, day in pairwise(dates):
         held = positions[positions["date"] == prev]
         total = 0.0
         for row in held.itertuples():

@@ -33,10 +33,10 @@ from tradebench.benchmarks.mandate.constructors import (
     ScoreWeighted,
 )
 from tradebench.benchmarks.mandate.decider import AllocatorDecider
-from tradebench.benchmarks.mandate.target_agent import FixedTargets, Simulation, run_targets
 from tradebench.benchmarks.mandate.options import CADENCES, MandateOptions
 from tradebench.benchmarks.mandate.pool import PoolChoice, candidates, sector_map
 from tradebench.benchmarks.mandate.report import REPORT_SECTIONS
+from tradebench.benchmarks.mandate.target_agent import FixedTargets, Simulation, run_targets
 from tradebench.data.dataset import Dataset
 from tradebench.errors import ConfigError
 from tradebench.files import write_parquet_atomic, write_text_atomic
@@ -47,10 +47,10 @@ from tradebench.registry import Spec
 from tradebench.risk import RiskConstraints
 from tradebench.runs.broker.backtest import run_record, score
 from tradebench.runs.broker.engine import BacktestResult, trading_days
+from tradebench.runs.broker.store import write_run
 from tradebench.runs.protocol import EpisodeContext, EpisodeRef
 from tradebench.runs.records import EpisodeRecord
 from tradebench.runs.spec import AgentEntry, RunSpec, Window
-from tradebench.runs.broker.store import write_run
 from tradebench.runs.summary import default_metrics
 from tradebench.view import MarketView
 
