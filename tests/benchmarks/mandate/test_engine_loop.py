@@ -47,8 +47,8 @@ def cn_mandate_run(cn_dataset_dir: Path, tmp_path_factory: pytest.TempPathFactor
 
 
 def _source(shared_data: Path, symbols: list[str]) -> pd.DataFrame:
-    """The source bars of `symbols`: raw close (adjusted close / factor), factor, and the
-    adjusted close, indexed by (date, symbol)."""
+    """The source bars of `symbols`: raw close (adjusted close / factor, on the exchange's
+    0.01 yuan grid), factor, and the adjusted close, indexed by (date, symbol)."""
     bars = pd.read_parquet(
         shared_data / "cn" / "csi300_members_daily_2018_2026.parquet",
         columns=["date", "symbol", "close", "factor"],
@@ -56,7 +56,8 @@ def _source(shared_data: Path, symbols: list[str]) -> pd.DataFrame:
     )
     bars["date"] = pd.to_datetime(bars["date"])
     bars = bars[(bars["date"] >= "2024-05-01") & (bars["date"] <= "2024-08-31")]
-    bars["raw_close"] = bars["close"] / bars["factor"]
+    bars[["close", "factor"]] = bars[["close", "factor"]].astype("float64")
+    bars["raw_close"] = (bars["close"] / bars["factor"]).round(2)
     return bars.set_index(["date", "symbol"]).sort_index()
 
 
