@@ -5,8 +5,8 @@ agent only ever receives a `MarketView` at T and an `AccountSnapshot` at T-1's c
 completed day is one `StepRow`, a `PositionBlock` of its holdings and its `OrderRow`s; with
 a `Journal` every day is persisted and a rerun continues after the last one. This is the
 one day loop of every broker benchmark: a benchmark adapts its decisions to an `Agent`
-(the mandate benchmark's target weights become orders in `benchmarks.mandate.target_agent`),
-may fix the universe, and may journal its own fields per day through `StepExtras`.
+(target weights, say, become orders in an adapter), may fix the universe, and may journal
+its own fields per day through `StepExtras`.
 """
 
 from __future__ import annotations
