@@ -7,7 +7,8 @@ compiler) under every cadence. The pool is chosen when the first episode of a ce
 it (`resolve.stored_pool`: the set's analysts' top-K, or the random control). An episode's
 mode is `<cadence>_k<K>` (plus `_<set>` with several analyst sets) so the report never
 pools different pools as seeds. Every episode trades through the same broker
-(`loop.simulate`) under US rules with the options' half-spread and commission.
+(`target_agent.run_targets`, the engine's one day loop) under US rules with the options'
+half-spread and commission.
 """
 
 from __future__ import annotations
@@ -32,10 +33,10 @@ from tradebench.benchmarks.mandate.constructors import (
     ScoreWeighted,
 )
 from tradebench.benchmarks.mandate.decider import AllocatorDecider
-from tradebench.benchmarks.mandate.loop import FixedTargets, Simulation, simulate
 from tradebench.benchmarks.mandate.options import CADENCES, MandateOptions
 from tradebench.benchmarks.mandate.pool import PoolChoice, candidates, sector_map
 from tradebench.benchmarks.mandate.report import REPORT_SECTIONS
+from tradebench.benchmarks.mandate.target_agent import FixedTargets, Simulation, run_targets
 from tradebench.data.dataset import Dataset
 from tradebench.errors import ConfigError
 from tradebench.files import write_parquet_atomic, write_text_atomic
@@ -329,7 +330,7 @@ class MandateBenchmark:
             targets: list[dict[str, float] | None] = []
         else:
             targets = [{index: 1.0}]
-        return await simulate(
+        return await run_targets(
             ctx.dataset,
             FixedTargets(targets),
             days,
@@ -407,7 +408,7 @@ class MandateBenchmark:
             opts.drift_tolerance if opts.drift_control else None,
             rules.lot_size,
         )
-        sim = await simulate(
+        sim = await run_targets(
             ctx.dataset, decider, days, rules, frozenset(pool), ctx.journal(), ctx.on_step
         )
         steps = sim.result.steps
@@ -473,7 +474,7 @@ class MandateBenchmark:
             at = replace(
                 rules, half_spread_bps=level, buy_cost_bps=0.0, sell_cost_bps=0.0, min_cost=0.0
             )
-            again = await simulate(ctx.dataset, FixedTargets(targets), days, at, universe)
+            again = await run_targets(ctx.dataset, FixedTargets(targets), days, at, universe)
             rows.append(artefacts.curve_row(again.result, level))
         curve = pd.DataFrame(rows)
         write_parquet_atomic(curve, ctx.folder / COST_CURVE_FILE, index=False)
@@ -490,7 +491,7 @@ class MandateBenchmark:
         ew = {n: 1.0 / len(pool) for n in pool}
         cadence = ref.task["cadence"]
         ew_targets = [ew if (cadence == "daily" or i == 0) else None for i in range(len(days))]
-        reference = await simulate(
+        reference = await run_targets(
             ctx.dataset, FixedTargets(ew_targets), days, rules, frozenset(pool)
         )
         write_parquet_atomic(
@@ -546,7 +547,7 @@ class MandateBenchmark:
         for t in targets:
             plain = FixedTargets(artefacts.blank_targets(t, name))
             blanked.append(
-                _total_return((await simulate(ctx.dataset, plain, days, rules, pool)).result)
+                _total_return((await run_targets(ctx.dataset, plain, days, rules, pool)).result)
             )
         (mine, ew), runs = returns, {"": blanked[0], "ew_": blanked[1]}
         row = {

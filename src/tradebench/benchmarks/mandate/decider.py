@@ -9,7 +9,7 @@ import numpy as np
 
 from tradebench.benchmarks.mandate.capture import CaptureStore
 from tradebench.benchmarks.mandate.constructors import Constructor
-from tradebench.benchmarks.mandate.loop import WEIGHT_EPS, StepPlan
+from tradebench.benchmarks.mandate.target_agent import WEIGHT_EPS, StepPlan
 from tradebench.errors import MandateError
 from tradebench.market.ledger import AccountSnapshot
 from tradebench.risk import MIN_HELD_WEIGHT, Projection, RiskConstraints, project, violations

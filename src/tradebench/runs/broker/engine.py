@@ -3,15 +3,18 @@
 The environment side (this loop and the broker) reads day T's quotes from the panel; the
 agent only ever receives a `MarketView` at T and an `AccountSnapshot` at T-1's close. Each
 completed day is one `StepRow`, a `PositionBlock` of its holdings and its `OrderRow`s; with
-a `Journal` every day is persisted and a rerun continues after the last one.
+a `Journal` every day is persisted and a rerun continues after the last one. This is the
+one day loop of every broker benchmark: a benchmark adapts its decisions to an `Agent`
+(target weights, say, become orders in an adapter), may fix the universe, and may journal
+its own fields per day through `StepExtras`.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -196,6 +199,18 @@ def restore(journal: Journal | None) -> Restored:
     return out
 
 
+class StepExtras(Protocol):
+    """A benchmark's own fields of each day, journaled beside the engine's rows."""
+
+    def resume(self, lines: list[dict[str, Any]]) -> None:
+        """Take back a rerun's completed days (their journal lines as read; none afresh)."""
+        ...
+
+    def fields(self, index: int) -> dict[str, Any]:
+        """What to add to day `index`'s (0-based) journal line once its orders executed."""
+        ...
+
+
 async def run_backtest(
     dataset: Dataset,
     agent: Agent,
@@ -204,11 +219,15 @@ async def run_backtest(
     rules: MarketRules | None = None,
     on_step: Callable[[int, int], None] | None = None,
     journal: Journal | None = None,
+    universe: Container[str] | None = None,
+    extras: StepExtras | None = None,
 ) -> BacktestResult:
     """Run `agent` from `start` to `end` (inclusive) under `rules` (market defaults).
 
     With a `journal`, every completed day is persisted and a rerun continues after the
-    last completed day with the restored account.
+    last completed day with the restored account. `universe`: the symbols a BUY may name
+    on every day (default: each day's index members). `extras`: a benchmark's own fields
+    per day, added to the journal lines and handed back on a rerun.
     """
     panel = dataset.panel
     rules = rules or MarketRules.for_market(dataset.market)
@@ -221,7 +240,9 @@ async def run_backtest(
     steps, positions, orders = state.steps, state.positions, state.orders
     previous = state.previous
     column = panel.column_map
-    members = member_masks(panel, days[state.steps_done :])
+    members = member_masks(panel, days[state.steps_done :]) if universe is None else None
+    if extras is not None:
+        extras.resume(state.lines)
     for i in range(state.steps_done, len(days)):
         t = days[i]
         account.unlock()
@@ -239,8 +260,8 @@ async def run_backtest(
         decision = await agent.decide(view, snapshot, info)
         factors = panel.fields["adj_factor"]
         paid = distribute(account, factors[t - 1], factors[t], marks[t - 1], column, book)
-        universe = Universe(members[i - state.steps_done], column)
-        ctx = ExecutionContext(rules=rules, nav_prev=snapshot.nav, universe=universe)
+        allowed = universe if members is None else Universe(members[i - state.steps_done], column)
+        ctx = ExecutionContext(rules=rules, nav_prev=snapshot.nav, universe=allowed)
         records = execute_orders(
             list(decision.action.orders), account, day_quotes(panel, t, marks), ctx
         )
@@ -253,6 +274,8 @@ async def run_backtest(
         order_rows = [order_row(day, r, _sent(decision, k)) for k, r in enumerate(records)]
         if journal is not None:
             line = journal_line(step, held, order_rows, account, records)
+            if extras is not None:
+                line |= extras.fields(i)
             journal.append(i, line, decision.trace)
         steps.append(step)
         positions.append(held)
@@ -283,9 +306,13 @@ def run_backtest_sync(
     rules: MarketRules | None = None,
     on_step: Callable[[int, int], None] | None = None,
     journal: Journal | None = None,
+    universe: Container[str] | None = None,
+    extras: StepExtras | None = None,
 ) -> BacktestResult:
     """Blocking wrapper of `run_backtest` for scripts and the CLI."""
-    return asyncio.run(run_backtest(dataset, agent, start, end, rules, on_step, journal))
+    return asyncio.run(
+        run_backtest(dataset, agent, start, end, rules, on_step, journal, universe, extras)
+    )
 
 
 def _step_row(
