@@ -116,7 +116,10 @@ class Player:
             "confidence": 0.6,
             "reason": "first name on the screen",
         }
-        return {"orders": [order], "overall_reason": "buy the top screened name with a small weight"}
+        return {
+            "orders": [order],
+            "overall_reason": "buy the top screened name with a small weight",
+        }
 
     async def research(self) -> None:
         """The trader's two research calls."""
@@ -172,8 +175,14 @@ def _same_days(served: Path, native: Path, skip: list[str]) -> None:
         )
 
 
+def _env() -> dict[str, str]:
+    """This interpreter's environment with this checkout's sources first on the path."""
+    paths = [str(REPO / "src"), os.environ.get("PYTHONPATH", "")]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+
+
 def _stdio_server(spec: Path, out: Path, *extra: str) -> StdioServerParameters:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO)])}
+    env = _env()
     command = ["-m", "tradebench.cli", "serve", "mcp", str(spec), "-o", str(out), *extra]
     return StdioServerParameters(command=sys.executable, args=command, env=env, cwd=str(REPO))
 
@@ -186,7 +195,7 @@ def test_stdio_client_plays_the_episode_like_a_native_run(
 
     async def session() -> tuple[Player, str]:
         async with Client(_stdio_server(spec, served), read_timeout_seconds=300) as client:
-            listing = _texts_of_listing(await client.list_tools(), client.initialize_result.instructions)
+            listing = _texts_of_listing(await client.list_tools(), client.instructions)
             player = Player(client)
             await player.observe()
             await player.play()
@@ -222,7 +231,7 @@ def test_stdio_client_plays_the_episode_like_a_native_run(
         [sys.executable, "-m", "tradebench.cli", "report", str(served)],
         capture_output=True,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+        env=_env(),
         timeout=600,
     )
     assert done.returncode == 0, done.stderr[-2000:]
@@ -237,10 +246,20 @@ def _free_port() -> int:
 
 def _start_http(spec: Path, out: Path, port: int) -> subprocess.Popen[bytes]:
     """`serve mcp --http PORT`, returned once it accepts connections."""
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    env = _env()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tradebench.cli", "serve", "mcp", str(spec), "-o", str(out),
-         "--http", str(port)],
+        [
+            sys.executable,
+            "-m",
+            "tradebench.cli",
+            "serve",
+            "mcp",
+            str(spec),
+            "-o",
+            str(out),
+            "--http",
+            str(port),
+        ],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

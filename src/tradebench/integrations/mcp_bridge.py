@@ -135,7 +135,9 @@ class ClientDrivenModel:
             return Message(role="assistant", content=raw)
         self._replies += 1
         call = ToolCall(
-            id=f"call_{self._replies}", name=pending.name, arguments=pending.arguments,
+            id=f"call_{self._replies}",
+            name=pending.name,
+            arguments=pending.arguments,
             raw_arguments=raw,
         )
         return Message(role="assistant", tool_calls=[call])
@@ -194,11 +196,19 @@ class ClientDrivenModel:
         with the closing messages and `text`, and every later call with `text`."""
         note = Message(role="user", content=text)
         final = Delivery(
-            [note], min(self.step, self.total), self.total, "finished", finished=True,
+            [note],
+            min(self.step, self.total),
+            self.total,
+            "finished",
+            finished=True,
             refused=text if stopped else None,
         )
         closing = Delivery(
-            [*self._closing, note], final.step, final.total, "finished", finished=True,
+            [*self._closing, note],
+            final.step,
+            final.total,
+            "finished",
+            finished=True,
             refused=final.refused,
         )
         self._final = final

@@ -86,13 +86,17 @@ def choose_episode(resolved: Plan, episode_id: str | None) -> EpisodeRef:
     chosen = next((ep for ep in models if ep.id == episode_id), None)
     if chosen is None:
         known = ", ".join(ep.id for ep in models) or "none"
-        raise ConfigError(f"the spec has no model episode {episode_id!r}; its model episodes: {known}")
+        raise ConfigError(
+            f"the spec has no model episode {episode_id!r}; its model episodes: {known}"
+        )
     if chosen.id not in todo:
         raise ConfigError(f"episode {episode_id!r} is finished in the run folder")
     return chosen
 
 
-def _context(resolved: Plan, run_dir: Path, ref: EpisodeRef, model: ClientDrivenModel) -> ServedContext:
+def _context(
+    resolved: Plan, run_dir: Path, ref: EpisodeRef, model: ClientDrivenModel
+) -> ServedContext:
     folder = episode_folder(run_dir, ref.id)
     folder.mkdir(parents=True, exist_ok=True)
     return ServedContext(
