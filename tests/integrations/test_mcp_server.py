@@ -69,6 +69,8 @@ class Player:
     day: list[tuple[str, str]] = field(default_factory=list)
     """The day's messages as (role, text), as the native trader would read them."""
     results: list[Any] = field(default_factory=list)
+    submitted: list[Any] = field(default_factory=list)
+    """The results of `submit_action` calls."""
 
     def _keep(self, result: Any) -> Any:
         self.results.append(result)
@@ -129,6 +131,7 @@ class Player:
     async def submit(self, arguments: dict[str, Any]) -> Any:
         """Submit; on an accepted one the day starts over with the next observation."""
         result = await self.call("submit_action", arguments)
+        self.submitted.append(result)
         if result.structured_content["new_day"]:
             system = [m for m in self.day if m[0] == "system"][:1]
             self.day = system + _new_day(result)
@@ -196,6 +199,7 @@ def test_stdio_client_plays_the_episode_like_a_native_run(
     async def session() -> tuple[Player, str]:
         async with Client(_stdio_server(spec, served), read_timeout_seconds=300) as client:
             listing = _texts_of_listing(await client.list_tools(), client.instructions)
+            listing += "\n" + client.server_info.model_dump_json()
             player = Player(client)
             await player.observe()
             await player.play()
@@ -222,6 +226,10 @@ def test_stdio_client_plays_the_episode_like_a_native_run(
     pd.testing.assert_frame_equal(a.loc[common, scores], b.loc[common, scores])
     record = json.loads((served / "episodes" / EPISODE / "episode.json").read_text())
     assert record["served"] == "mcp" and record["status"] == "done"
+    # each accepted submission's result opens with the loop's own acceptance
+    assert len(player.submitted) == 5
+    for result in player.submitted:
+        assert json.loads(result.content[0].text) == {"ok": True, "message": "submission accepted"}
     # the last call says the episode is over, with the run's own return
     last = player.results[-1]
     assert last.structured_content["finished"] and not last.is_error

@@ -86,4 +86,11 @@ def mcp(
         )
 
     served = asyncio.run(serve_episode(request, transport, started))
-    err_console.print(f"served {served.id}; next: tradebench report {out}", highlight=False)
+    if served.finished:
+        text = f"episode {served.ref.id} is over; next: tradebench report {out}"
+    else:
+        text = (
+            f"the client left episode {served.ref.id} before its end: its completed days are "
+            f"saved in {out}; serve the same spec into the same folder to continue"
+        )
+    err_console.print(text, highlight=False, markup=False)

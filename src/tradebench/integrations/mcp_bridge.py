@@ -218,6 +218,11 @@ class ClientDrivenModel:
         self._ready.set()
 
     @property
+    def finished(self) -> bool:
+        """Whether the episode is over (or stopped)."""
+        return self._final is not None
+
+    @property
     def offered_tools(self) -> list[ToolSpec]:
         """The tools the loop offered in its last request (the research tools, or the
         submit tool when it is forced)."""

@@ -161,13 +161,21 @@ class ServeRequest:
     episode_id: str | None = None
 
 
+@dataclass(frozen=True)
+class Served:
+    """The episode served, and whether it was played to its end."""
+
+    ref: EpisodeRef
+    finished: bool
+
+
 async def serve_episode(
     request: ServeRequest, transport: Transport, on_start: Callable[[EpisodeRef, int], None]
-) -> EpisodeRef:
+) -> Served:
     """Plan the spec, pick the episode and serve it through `transport` while the day loop
-    runs; `on_start(ref, days_done)` is called once the episode is chosen. Returns the
-    episode served. The summary is written when the episode ends; a client that leaves
-    earlier leaves the days it finished in the journal, and serving again continues.
+    runs; `on_start(ref, days_done)` is called once the episode is chosen. The summary is
+    written when the episode ends; a client that leaves earlier leaves the days it finished
+    in the journal, and serving again continues.
 
     Raises:
         ConfigError: Not a portfolio spec, bad spec, folder or episode (before serving).
@@ -190,7 +198,7 @@ async def serve_episode(
         on_start(ref, done)
         others = [ep for ep in resolved.todo if ep.kind != "llm"]
         await _serve(benchmark, resolved, run_dir, ref, ctx, others, transport, total)
-    return ref
+    return Served(ref, model.finished)
 
 
 async def _serve(

@@ -31,7 +31,9 @@ INSTRUCTIONS = (
     f"read-only tools when they are offered, then decide with `{SUBMIT}`. An accepted "
     "submission ends the day: its result holds the next day's observation. A refused one "
     "says what to fix; after a refusal only the submit tool can be called that day, and "
-    "when the attempts run out the day passes without trading."
+    "when the attempts run out the day passes without trading. Where the rules ask you to "
+    f"end research with a reply or to answer with a JSON object, call `{SUBMIT}` instead: "
+    "its arguments are that answer."
 )
 SUBMIT_DESCRIPTION = (
     "Submit today's orders (may be empty). Name only ids shown to you today; SELL orders go "
@@ -47,24 +49,35 @@ def _tool(name: str, description: str, schema: dict[str, Any]) -> types.Tool:
     return types.Tool(name=name, description=description, input_schema=schema)
 
 
+def plain_schema(schema: Any) -> Any:
+    """`schema` without its `title` and `description` keywords (the submission model's
+    docstrings speak of the code, not of the task)."""
+    if isinstance(schema, dict):
+        return {k: plain_schema(v) for k, v in schema.items() if k not in ("title", "description")}
+    if isinstance(schema, list):
+        return [plain_schema(v) for v in schema]
+    return schema
+
+
 async def listed_tools(model: ClientDrivenModel) -> list[types.Tool]:
     """The tools of the episode: the research tools the loop offers (none outside open
     research), `submit_action` and `get_observation`."""
     await model.wait_ready()
     research = [t for t in model.offered_tools if t.name != SUBMIT]
     tools = [_tool(t.name, t.description, t.parameters) for t in research]
-    tools.append(_tool(SUBMIT, SUBMIT_DESCRIPTION, model_schema(SubmitAction)))
+    tools.append(_tool(SUBMIT, SUBMIT_DESCRIPTION, plain_schema(model_schema(SubmitAction))))
     empty = {"type": "object", "properties": {}, "additionalProperties": False}
     tools.append(_tool(OBSERVE, OBSERVE_DESCRIPTION, empty))
     return tools
 
 
 def _is_error(delivery: Delivery) -> bool:
-    """A refusal, or a tool result the loop wrote as an error (`{"error": ...}`)."""
+    """A refusal, or a result the loop wrote as an error (`{"error": ...}`: a tool result,
+    or the JSON answer form's feedback turn)."""
     if delivery.refused is not None:
         return True
     first = delivery.messages[0] if delivery.messages else None
-    if first is None or first.role != "tool":
+    if first is None or first.role not in ("tool", "user"):
         return False
     try:
         payload = json.loads(first.content)
