@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import mcp_types as types
+from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
