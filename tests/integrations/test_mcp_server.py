@@ -342,3 +342,49 @@ def test_http_client_gets_structural_feedback_and_resumes_after_a_kill(
     assert steps["retries"].tolist() == [1, 0, 0, 0, 0]
     _same_days(served, native_run, [*TOKEN_COLUMNS, "retries"])
     assert (served / "summary.parquet").exists()
+
+
+def test_json_answer_form_takes_the_submit_arguments_as_the_days_answer(
+    native: tuple[Path, Path], cn_dataset_dir: Path, tmp_path: Path
+) -> None:
+    """Prompt version v4 in fixed-candidate mode answers with one JSON object and offers no
+    tools: the client's `submit_action` arguments are that answer, checked by the same
+    validation; another tool is refused without counting as an attempt."""
+    spec, _ = native
+    raw = yaml.safe_load(spec.read_text())
+    raw["modes"] = ["fixed_candidate"]
+    raw["options"] = {**raw["options"], "prompt_version": "v4"}
+    spec_v4 = tmp_path / "spec_v4.yaml"
+    spec_v4.write_text(yaml.safe_dump(raw))
+    served = tmp_path / "served"
+    hold = {"orders": [], "overall_reason": "holding cash for the day"}
+
+    async def session() -> tuple[Player, Any, Any, Any, str]:
+        async with Client(_stdio_server(spec_v4, served), read_timeout_seconds=300) as client:
+            player = Player(client)
+            await player.observe()
+            refused = await player.call("get_market_context", {})
+            malformed = await player.call("submit_action", {"orders": []})
+            buy = player.decision()
+            bought = await player.submit(buy)
+            while not (await player.submit(hold)).structured_content["finished"]:
+                pass
+            return player, refused, malformed, bought, buy["orders"][0]["stock_id"]
+
+    player, refused, malformed, bought, sent = asyncio.run(session())
+    assert refused.is_error and refused.structured_content["roles"] == ["server"]
+    assert malformed.is_error and malformed.structured_content["roles"] == ["user"]
+    feedback = json.loads(malformed.content[0].text)["error"]
+    assert feedback["type"] == "rejected" and feedback["attempts_left"] == 3
+    assert bought.structured_content["new_day"] and not bought.is_error
+    episode = "scripted_fixed_candidate_blinded_s0_20240301-20240307"
+    folder = served / "episodes" / episode
+    steps = pd.read_parquet(folder / "steps.parquet")
+    assert steps["retries"].tolist() == [1, 0, 0, 0, 0]  # the refused tool did not count
+    assert steps["parse_failures"].sum() == 0 and steps["n_orders"].tolist() == [1, 0, 0, 0, 0]
+    orders = pd.read_parquet(folder / "orders.parquet")
+    ds = load_dataset(cn_dataset_dir)
+    assert orders["symbol"].iloc[0] in {str(s) for s in ds.panel.symbols}  # unmasked to trade
+    assert orders["stock_id_sent"].iloc[0] == sent and sent.startswith("asset_")
+    text = "\n".join(player.received)
+    assert find_leaks(text, [str(s) for s in ds.panel.symbols], ds.panel.dates) == []
