@@ -63,6 +63,12 @@ class _Pending:
     answer: asyncio.Future[Delivery]
 
 
+def _settle(pending: _Pending, delivery: Delivery) -> None:
+    """Answer a client call (unless its client already gave up on it)."""
+    if not pending.answer.done():
+        pending.answer.set_result(delivery)
+
+
 @dataclass
 class ClientDrivenModel:
     """A `ChatModel` whose replies are an outside client's tool calls (see module doc).
@@ -127,7 +133,7 @@ class ClientDrivenModel:
             if self._choice != JSON_ANSWER or pending.name == SUBMIT:
                 return pending
             text = f"only `{SUBMIT}` can be called now: today's decision is one answer"
-            pending.answer.set_result(self._delivery([], False, refused=text))
+            _settle(pending, self._delivery([], False, refused=text))
 
     def _reply(self, pending: _Pending) -> Message:
         raw = json.dumps(pending.arguments, ensure_ascii=False)
@@ -168,8 +174,8 @@ class ClientDrivenModel:
         return seen
 
     def _answer(self, delivery: Delivery) -> None:
-        if self._waiting is not None and not self._waiting.answer.done():
-            self._waiting.answer.set_result(delivery)
+        if self._waiting is not None:
+            _settle(self._waiting, delivery)
         self._waiting = None
         self._answered_at = time.monotonic()
 
@@ -214,7 +220,7 @@ class ClientDrivenModel:
         self._final = final
         self._answer(closing)
         while not self._queue.empty():
-            self._queue.get_nowait().answer.set_result(final)
+            _settle(self._queue.get_nowait(), final)
         self._ready.set()
 
     @property
