@@ -1,7 +1,7 @@
 """`tradebench` command line: a thin typer app; every verb calls one library function.
 
 The only package that imports typer: one module per command group (`data`, `llm`, `mcq`,
-`probe`, `baselines`) or verb (`run`, `report`, `attribute`, `leaderboard`, `demo`),
+`probe`, `baselines`, `serve`) or verb (`run`, `report`, `attribute`, `leaderboard`, `demo`),
 registered below by import path and loaded on first use (`cli/lazy.py`), so `tradebench
 --help` and an argument error import only typer, rich and the verb at hand. Library
 functions stay callable from Python without it.
@@ -28,6 +28,12 @@ VERBS = (
         "run",
         "tradebench.cli.run:run",
         "Run a spec's whole grid (agents x modes x masks x seeds x windows) into a run folder.",
+    ),
+    Verb(
+        "serve",
+        "tradebench.cli.serve:app",
+        "Serve one episode of a run spec to an outside agent scaffold over MCP (stdio or "
+        "streamable HTTP).",
     ),
     Verb(
         "report",
