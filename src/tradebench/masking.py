@@ -35,13 +35,22 @@ MaskLevel = Literal["bright", "stock_blind", "date_blind", "blinded"]
 MASK_LEVELS: tuple[MaskLevel, ...] = ("bright", "stock_blind", "date_blind", "blinded")
 ALIAS_RE = re.compile(r"\basset_(\d{4,})\b")
 DAY_RE = re.compile(r"\bday_([+-]\d+)\b")
-# ISO (2024-01-02), slashed (2024/01/02), dotted (2024.01.02), compact (20240102) forms
-DATE_RE = re.compile(r"(?<!\d)(\d{4})([-/.]?)(\d{2})\2(\d{2})(?!\d)")
+# ISO (2024-01-02), slashed (2024/01/02), dotted (2024.01.02), compact (20240102) forms. No
+# digit may precede the year: checked once its first digit is read (`(?<!\d\d)`), which
+# lets the search skip ahead to digits instead of trying a look-behind at every position.
+DATE_RE = re.compile(r"(\d(?<!\d\d)\d{3})([-/.]?)(\d{2})\2(\d{2})(?!\d)")
 TEXT_DATE_RE = re.compile(
     r"\b(?:(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?\s+\d{1,2},?\s+\d{4}"
     r"|\d{1,2}\s+(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?,?\s+\d{4}"
     r"|\d{4}年\d{1,2}月\d{1,2}日)"
 )
+TEXT_DATE_HINT = re.compile(
+    r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?,?\s+\d|年"
+)
+"""What every `TEXT_DATE_RE` match holds (a month name before a number, or 年): text
+without it needs no `TEXT_DATE_RE` pass (this search is far cheaper)."""
+EXCHANGES = ("SH", "SZ", "BJ")
+"""The exchange letters every A-share code form holds (`A_SHARE_FORM_RE`)."""
 A_SHARE_CODE_RE = re.compile(r"(?:SH|SZ|BJ)\d{6}")
 # Every way an A-share code is written (`SH600519`, `600519.SH`, `SH.600519`): matching this
 # one shape and looking the code up is far cheaper than an alternation of every code.
@@ -234,10 +243,11 @@ class Masker:
         return out
 
     def _rewrite(self, text: str) -> str:
-        """`mask_text` without the shortcuts: every pattern the level asks for."""
+        """`mask_text` without the memo: every pattern the level asks for, skipping one
+        whose necessary letters the text lacks (`EXCHANGES`, `TEXT_DATE_HINT`)."""
         forms = self.forms
         if self._stocks:
-            if forms.a_share:
+            if forms.a_share and any(x in text for x in EXCHANGES):
                 text = A_SHARE_FORM_RE.sub(self._code_sub, text)
             if forms.letters:
                 text = LETTER_FORM_RE.sub(self._letter_sub, text)
@@ -245,7 +255,8 @@ class Masker:
                 text = forms.other.sub(self._code_sub, text)
         if self._dates:
             text = DATE_RE.sub(self._date_sub, text)
-            text = TEXT_DATE_RE.sub(self._text_date_sub, text)
+            if TEXT_DATE_HINT.search(text) is not None:
+                text = TEXT_DATE_RE.sub(self._text_date_sub, text)
         return text
 
     def day_label(self, day: Any) -> str:

@@ -190,6 +190,9 @@ RESEARCH_SPECS = {
     )
 }
 """The research tools' schemas: fixed, so built once."""
+RESEARCH_TOOLS = {name: Tool(spec=spec, fn=dict) for name, spec in RESEARCH_SPECS.items()}
+"""One compiled tool per schema; a step copies each with its own runner (`model_copy`
+keeps the compiled argument check, so no step compiles a schema again)."""
 
 
 def research_tools(ctx: StepContext, masker: Masker) -> list[Tool]:
@@ -207,7 +210,10 @@ def research_tools(ctx: StepContext, masker: Masker) -> list[Tool]:
         "get_portfolio_state": lambda a: research.get_portfolio_state(ctx),
         "risk_check": lambda a: research.risk_check(ctx, _orders(ctx, a["orders"])),
     }
-    return [Tool(spec=RESEARCH_SPECS[n], fn=_masked(masker, fn)) for n, fn in runners.items()]
+    return [
+        RESEARCH_TOOLS[n].model_copy(update={"fn": _masked(masker, fn)})
+        for n, fn in runners.items()
+    ]
 
 
 class SubmitCode(StrEnum):
