@@ -73,9 +73,11 @@ LETTER_FORM_RE = re.compile(
 )
 HAS_DIGIT = re.compile(r"\d").search
 """Finds a digit as the date and code patterns read one (`\\d`)."""
+PLAIN = frozenset({float, int, bool, type(None)})
+"""Payload types `mask` returns as they are (numbers, booleans, null)."""
 MEMO_TEXTS = 4096
 """Masked free texts a masker remembers (a step's keys and short values repeat)."""
-MEMO_CHARS = 200
+MEMO_CHARS = 1000
 """Texts longer than this (messages, prose) are masked afresh each time."""
 SORTED_LABEL_SETS = 8
 """Symbol sets whose sorted labels a masker remembers (a step shows one or two)."""
@@ -179,6 +181,8 @@ class Masker:
     _text_memo: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
     """Free texts already masked (short ones: keys, field values), since a step's tool
     results repeat the same keys and words many times."""
+    _value_memo: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+    """Payload strings already masked (`_mask_value`: an alias or masked free text)."""
 
     _stocks: bool = field(init=False, repr=False, compare=False)
     """Whether this level hides stocks (`hides_stocks`), read once."""
@@ -204,12 +208,16 @@ class Masker:
         kind = type(payload)
         if kind is str:
             return self._mask_value(payload)
-        if kind is float or kind is int or kind is bool or payload is None:
+        if kind in PLAIN:
             return payload
         if kind is dict:
-            return {self._masked(k): self._masked(v) for k, v in payload.items()}
+            out = {}
+            for k, v in payload.items():
+                key = self._mask_value(k) if type(k) is str else self._masked(k)
+                out[key] = v if type(v) in PLAIN else self._masked(v)
+            return out
         if kind is list or kind is tuple:
-            return [self._masked(v) for v in payload]
+            return [v if type(v) in PLAIN else self._masked(v) for v in payload]
         if isinstance(payload, str):
             return self._mask_value(payload)
         if isinstance(payload, dict):
@@ -221,9 +229,19 @@ class Masker:
         return payload
 
     def _mask_value(self, value: str) -> str:
-        """A string that is exactly a symbol is an identifier; anything else is free text."""
+        """A string that is exactly a symbol is an identifier; anything else is free text.
+        Short values are remembered (`MEMO_CHARS`): keys and words repeat in every result."""
+        memo = self._value_memo
+        out = memo.get(value)
+        if out is not None:
+            return out
         alias = self.alias_of.get(value) if self._stocks else None
-        return alias if alias is not None else self.mask_text(value)
+        out = alias if alias is not None else self.mask_text(value)
+        if len(value) <= MEMO_CHARS and type(value) is str:
+            if len(memo) >= MEMO_TEXTS:
+                memo.clear()
+            memo[value] = out
+        return out
 
     def mask_text(self, text: str) -> str:
         """Rewrite identifiers and dates inside free text: only identifier forms that cannot
