@@ -16,7 +16,7 @@ from enum import StrEnum
 from typing import Any, Literal
 
 from jsonschema import Draft202012Validator
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from tradebench.agents.tools import (
     ArgumentError,
@@ -289,7 +289,15 @@ def _order(order: SubmitOrder, symbol: str, shares: int | None, scale: PriceScal
 
 def _parsed(arguments: dict[str, Any]) -> SubmitAction:
     """The submission's types and required fields checked; issues from the schema's and
-    the model's own rules if not (`schema_issues`, `parse_model`: none quotes a value)."""
+    the model's own rules if not (`schema_issues`, `parse_model`: none quotes a value).
+
+    A submission the model's strict rules take (exact JSON types, no coercion) matches
+    `ACCEPTED` too, which is that model's own schema, and parses to the same action: it is
+    taken at once; any other goes through the schema's check for its issues."""
+    try:
+        return SubmitAction.model_validate(arguments, strict=True)
+    except ValidationError:
+        pass
     issues = schema_issues(ACCEPTED, arguments)
     if issues:
         raise ArgumentError("submission does not match the submit_action schema", issues)
