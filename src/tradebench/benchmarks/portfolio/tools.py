@@ -36,6 +36,7 @@ from tradebench.benchmarks.portfolio.submit_schema import (
     SubmitLimits,
     action_schema,
 )
+from tradebench.benchmarks.portfolio.sure_match import surely_matches
 from tradebench.errors import ToolError
 from tradebench.llm.types import ToolSpec
 from tradebench.market.orders import Action, Order
@@ -190,7 +191,19 @@ RESEARCH_SPECS = {
     )
 }
 """The research tools' schemas: fixed, so built once."""
-RESEARCH_TOOLS = {name: Tool(spec=spec, fn=dict) for name, spec in RESEARCH_SPECS.items()}
+
+
+class ResearchTool(Tool):
+    """A research tool whose arguments, when they certainly match the schema
+    (`sure_match.surely_matches`), skip the full validator; all others meet it as before."""
+
+    def check(self, arguments: dict[str, Any]) -> None:
+        """Validate arguments against the schema (`Tool.check`), a sure match at once."""
+        if not surely_matches(self.spec.parameters, arguments):
+            super().check(arguments)
+
+
+RESEARCH_TOOLS = {name: ResearchTool(spec=spec, fn=dict) for name, spec in RESEARCH_SPECS.items()}
 """One compiled tool per schema; a step copies each with its own runner (`model_copy`
 keeps the compiled argument check, so no step compiles a schema again)."""
 
