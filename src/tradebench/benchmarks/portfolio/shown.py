@@ -91,18 +91,18 @@ class PriceScale:
     base: np.ndarray | None = None
     capital: float = 1_000_000.0
 
-    @property
+    @cached_property
     def grid(self) -> float:
         """One step of the account grid in the currency (`ACCOUNT_GRID` x the capital)."""
         return ACCOUNT_GRID * self.capital
 
-    @property
+    @cached_property
     def unit_step(self) -> float:
         """The rebased units one grid step buys at the rebase close (units x 100 is the
         value at that close)."""
         return self.grid / REBASE_LEVEL
 
-    @property
+    @cached_property
     def hides_levels(self) -> bool:
         """Whether levels are shown in the rebased frame."""
         return self.mode == "rebased"
