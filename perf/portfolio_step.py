@@ -14,10 +14,13 @@ snapshot, so an agent sees such rows only in what it simulates itself; the locke
 here make the step's T+1 path as heavy as it gets.) With the book, the risk check and
 the submission also sell a locked and a sellable holding.
 
-Times are CPU time of this process (`time.process_time`), so other work on the machine
-does not inflate them; the cells (level x price mode x book) take turns pass by pass, so a
-change of load meets them all alike. Each figure is the median over `--repeats` passes of
-the mean over 40 days (min .. max in brackets). `blinded, rebased` is how runs show a
+Times are CPU time of this process (`time.process_time`): time spent waiting for a core
+does not count, though a busy machine still slows each instruction (shared caches), so
+compare the cells of one run rather than runs. The cells (level x price mode x book) take
+turns pass by pass, so a change of load meets them all alike. What the model sends (its
+ids, calls and orders) is built before the clock starts: only the harness is timed.
+Each figure is the median over `--repeats` passes of the mean over 40 days (min .. max in
+brackets). `blinded, rebased` is how runs show a
 blinded episode by default (`price_mode` unset).
 Run: `python perf/portfolio_step.py [--repeats N]`.
 """
@@ -30,6 +33,7 @@ import math
 import statistics
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -85,15 +89,18 @@ def step_orders(account: Account, ids: list[str], label: Any) -> list[dict[str, 
     return [*orders, {"stock_id": ids[1], "side": "BUY", "shares": 100}]
 
 
-async def one_step(ds, day, masker, prompts, account: Account, price_mode: PriceMode) -> None:
-    view = MarketView(ds, day)
-    snap = account.snapshot(view.last("close"), view.column_map)
-    first_day = masker.calendar[masker.origin]
-    base = rebase_close(view, first_day) if price_mode == "rebased" else None
-    ctx = StepContext(view, snap, MarketRules.cn(), price_mode, base)
-    user_message(ctx, masker, prompts, "open_research", StepInfo(1, 20, (), 0.0, 0.0))
-    tools = {t.name: t for t in research_tools(ctx, masker)}
-    ids = [masker.symbol_label(s) for s in view.members()[:3]]
+@dataclass(frozen=True)
+class ModelSide:
+    """What the model sends in one step: its six tool calls and its submission (built
+    before the clock starts; only the harness's side is timed)."""
+
+    calls: list[tuple[str, dict[str, Any]]]
+    submission: dict[str, Any]
+
+
+def model_side(ds, day, masker, account: Account) -> ModelSide:
+    """The step's tool calls and submission, with ids as the model reads them."""
+    ids = [masker.symbol_label(s) for s in MarketView(ds, day).members()[:3]]
     orders = step_orders(account, ids, masker.symbol_label)
     calls: list[tuple[str, dict[str, Any]]] = [
         ("get_market_context", {}),
@@ -103,23 +110,36 @@ async def one_step(ds, day, masker, prompts, account: Account, price_mode: Price
         ("get_portfolio_state", {}),
         ("risk_check", {"orders": orders}),
     ]
-    for name, arguments in calls:
+    submission = {
+        "orders": [{**o, "confidence": 0.5, "reason": "measured submission"} for o in orders],
+        "overall_reason": "a submission to validate in the loop",
+    }
+    return ModelSide(calls, submission)
+
+
+async def one_step(
+    ds, day, masker, prompts, account: Account, price_mode: PriceMode, sent: ModelSide
+) -> None:
+    view = MarketView(ds, day)
+    snap = account.snapshot(view.last("close"), view.column_map)
+    first_day = masker.calendar[masker.origin]
+    base = rebase_close(view, first_day) if price_mode == "rebased" else None
+    ctx = StepContext(view, snap, MarketRules.cn(), price_mode, base)
+    user_message(ctx, masker, prompts, "open_research", StepInfo(1, 20, (), 0.0, 0.0))
+    tools = {t.name: t for t in research_tools(ctx, masker)}
+    for name, arguments in sent.calls:
         to_json(await tools[name].run(arguments))  # the text the model reads
-    submit_tool(ctx, masker).accept(
-        {
-            "orders": [{**o, "confidence": 0.5, "reason": "measured submission"} for o in orders],
-            "overall_reason": "a submission to validate in the loop",
-        }
-    )
+    submit_tool(ctx, masker).accept(sent.submission)
 
 
 async def timed_steps(ds, days, masker, prompts, accounts: list[Account], price_mode) -> float:
     """Mean CPU seconds per step inside one event loop (as the harness runs), after a
     warm-up step."""
-    await one_step(ds, days[0], masker, prompts, accounts[0], price_mode)
+    sides = [model_side(ds, d, masker, a) for d, a in zip(days, accounts, strict=True)]
+    await one_step(ds, days[0], masker, prompts, accounts[0], price_mode, sides[0])
     start = time.process_time()
-    for day, account in zip(days, accounts, strict=True):
-        await one_step(ds, day, masker, prompts, account, price_mode)
+    for day, account, sent in zip(days, accounts, sides, strict=True):
+        await one_step(ds, day, masker, prompts, account, price_mode, sent)
     return (time.process_time() - start) / len(days)
 
 
