@@ -20,8 +20,8 @@ compare the cells of one run rather than runs. The cells (level x price mode x b
 turns pass by pass, so a change of load meets them all alike. What the model sends (its
 ids, calls and orders) is built before the clock starts: only the harness is timed.
 Each figure is the median over `--repeats` passes of the mean over 40 days (min .. max in
-brackets). `blinded, rebased` is how runs show a
-blinded episode by default (`price_mode` unset).
+brackets). `blinded, rebased` is how runs show a blinded episode by default (`price_mode`
+unset).
 Run: `python perf/portfolio_step.py [--repeats N]`.
 """
 
