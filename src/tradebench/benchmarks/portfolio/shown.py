@@ -160,9 +160,24 @@ class PriceScale:
             return round(float(value), digits)
         return round(_on_grid(float(value), ACCOUNT_GRID), 6)
 
+    @cached_property
+    def _shown(self) -> dict[tuple[int, int], float | int | None]:
+        """Quantities of whole shares already shown this step, by (column, shares): the
+        account text and the portfolio tool show the same holdings."""
+        return {}
+
     def quantity(self, col: int, shares: float) -> float | int | None:
         """A quantity of one stock as shown: shares under `raw`, rebased units on the grid
         (`unit_step`) otherwise."""
+        if type(shares) is not int:
+            return self._quantity(col, shares)
+        shown = self._shown
+        key = (col, shares)
+        if key not in shown:
+            shown[key] = self._quantity(col, shares)
+        return shown[key]
+
+    def _quantity(self, col: int, shares: float) -> float | int | None:
         if not self.hides_levels:
             return int(shares) if float(shares).is_integer() else float(shares)
         base = self._base(col)
