@@ -35,13 +35,21 @@ MaskLevel = Literal["bright", "stock_blind", "date_blind", "blinded"]
 MASK_LEVELS: tuple[MaskLevel, ...] = ("bright", "stock_blind", "date_blind", "blinded")
 ALIAS_RE = re.compile(r"\basset_(\d{4,})\b")
 DAY_RE = re.compile(r"\bday_([+-]\d+)\b")
-# ISO (2024-01-02), slashed (2024/01/02), dotted (2024.01.02), compact (20240102) forms
-DATE_RE = re.compile(r"(?<!\d)(\d{4})([-/.]?)(\d{2})\2(\d{2})(?!\d)")
+# ISO (2024-01-02), slashed (2024/01/02), dotted (2024.01.02), compact (20240102) forms. No
+# digit may precede the year: checked once its first digit is read (`(?<!\d\d)`), which
+# lets the search skip ahead to digits instead of trying a look-behind at every position.
+DATE_RE = re.compile(r"(\d(?<!\d\d)\d{3})([-/.]?)(\d{2})\2(\d{2})(?!\d)")
 TEXT_DATE_RE = re.compile(
     r"\b(?:(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?\s+\d{1,2},?\s+\d{4}"
     r"|\d{1,2}\s+(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?,?\s+\d{4}"
     r"|\d{4}年\d{1,2}月\d{1,2}日)"
 )
+MONTH_HINT = re.compile(r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?,?\s+\d")
+"""What every `TEXT_DATE_RE` match holds unless it holds 年 (a month name before a number):
+text with neither needs no `TEXT_DATE_RE` pass (these two looks are far cheaper; one
+pattern with 年 as a second branch would lose the search's quick skip to month letters)."""
+EXCHANGES = ("SH", "SZ", "BJ")
+"""The exchange letters every A-share code form holds (`A_SHARE_FORM_RE`)."""
 A_SHARE_CODE_RE = re.compile(r"(?:SH|SZ|BJ)\d{6}")
 # Every way an A-share code is written (`SH600519`, `600519.SH`, `SH.600519`): matching this
 # one shape and looking the code up is far cheaper than an alternation of every code.
@@ -62,6 +70,14 @@ LETTER_FORM_RE = re.compile(
     r"(?P<suf>\.US)?"
     r"(?![A-Za-z0-9_])"
 )
+HAS_DIGIT = re.compile(r"\d").search
+"""Finds a digit as the date and code patterns read one (`\\d`)."""
+PLAIN = frozenset({float, int, bool, type(None)})
+"""Payload types `mask` returns as they are (numbers, booleans, null)."""
+MEMO_TEXTS = 4096
+"""Masked free texts a masker remembers (a step's keys and short values repeat)."""
+MEMO_CHARS = 1000
+"""Texts longer than this (messages, prose) are masked afresh each time."""
 SORTED_LABEL_SETS = 8
 """Symbol sets whose sorted labels a masker remembers (a step shows one or two)."""
 WORDS_FILE = "masking_words.txt"
@@ -119,7 +135,8 @@ class TextForms:
     other: re.Pattern[str] | None = None
     """The written forms of symbols of any other shape that are no word."""
     digits_only: bool = False
-    """Every symbol holds a digit (A-share codes): digit-free text needs no look."""
+    """Every symbol holds a digit (A-share codes): digit-free text needs no look (a digit as
+    `HAS_DIGIT` finds it, the same `\\d` every date and code pattern matches)."""
 
 
 @functools.lru_cache(maxsize=16)
@@ -142,7 +159,7 @@ def text_forms(symbols: tuple[str, ...]) -> TextForms:
         letters=bool(letters),
         bare=frozenset(s for s in letters if not reads_as_word(s)),
         other=other,
-        digits_only=bool(symbols) and all(any(c.isdigit() for c in s) for s in symbols),
+        digits_only=bool(symbols) and all(HAS_DIGIT(s) is not None for s in symbols),
     )
 
 
@@ -160,6 +177,20 @@ class Masker:
     _sorted_labels: dict[frozenset[str], tuple[str, ...]] = field(
         default_factory=dict, repr=False, compare=False
     )
+    _text_memo: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+    """Free texts already masked (short ones: keys, field values), since a step's tool
+    results repeat the same keys and words many times."""
+    _value_memo: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+    """Payload strings already masked (`_mask_value`: an alias or masked free text)."""
+
+    _stocks: bool = field(init=False, repr=False, compare=False)
+    """Whether this level hides stocks (`hides_stocks`), read once."""
+    _dates: bool = field(init=False, repr=False, compare=False)
+    """Whether this level hides dates (`hides_dates`), read once."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_stocks", hides_stocks(self.level))
+        object.__setattr__(self, "_dates", hides_dates(self.level))
 
     # ---------------------------------------------------------------- outgoing
     def mask(self, payload: Any) -> Any:
@@ -168,47 +199,91 @@ class Masker:
         unchanged."""
         if self.level == "bright":
             return payload
+        return self._masked(payload)
+
+    def _masked(self, payload: Any) -> Any:
+        """`mask` below the level check; the exact built-in types first (the bulk of a tool
+        result), any other type by the same rules through `isinstance`."""
+        kind = type(payload)
+        if kind is str:
+            return self._mask_value(payload)
+        if kind in PLAIN:
+            return payload
+        if kind is dict:
+            out = {}
+            for k, v in payload.items():
+                key = self._mask_value(k) if type(k) is str else self._masked(k)
+                out[key] = v if type(v) in PLAIN else self._masked(v)
+            return out
+        if kind is list or kind is tuple:
+            return [v if type(v) in PLAIN else self._masked(v) for v in payload]
         if isinstance(payload, str):
             return self._mask_value(payload)
         if isinstance(payload, dict):
-            return {self.mask(k): self.mask(v) for k, v in payload.items()}
+            return {self._masked(k): self._masked(v) for k, v in payload.items()}
         if isinstance(payload, list | tuple):
-            return [self.mask(v) for v in payload]
+            return [self._masked(v) for v in payload]
         if isinstance(payload, date | pd.Timestamp | np.datetime64):
             return self.mask_text(str(pd.Timestamp(payload).date()))
         return payload
 
     def _mask_value(self, value: str) -> str:
-        """A string that is exactly a symbol is an identifier; anything else is free text."""
-        alias = self.alias_of.get(value) if hides_stocks(self.level) else None
-        return alias if alias is not None else self.mask_text(value)
+        """A string that is exactly a symbol is an identifier; anything else is free text.
+        Short values are remembered (`MEMO_CHARS`): keys and words repeat in every result."""
+        memo = self._value_memo
+        out = memo.get(value)
+        if out is not None:
+            return out
+        alias = self.alias_of.get(value) if self._stocks else None
+        out = alias if alias is not None else self.mask_text(value)
+        if len(value) <= MEMO_CHARS and type(value) is str:
+            if len(memo) >= MEMO_TEXTS:
+                memo.clear()
+            memo[value] = out
+        return out
 
     def mask_text(self, text: str) -> str:
         """Rewrite identifiers and dates inside free text: only identifier forms that cannot
         be ordinary words (see the module docstring); a word-like ticker stays as written."""
-        forms = self.forms
-        if forms.digits_only and not any(c.isdigit() for c in text):
+        if not (self._stocks or self._dates):
+            return text
+        if self.forms.digits_only and HAS_DIGIT(text) is None:
             return text  # every symbol and every date form holds a digit
-        if hides_stocks(self.level):
-            if forms.a_share:
+        if len(text) > MEMO_CHARS or type(text) is not str:
+            return self._rewrite(text)
+        memo = self._text_memo
+        out = memo.get(text)
+        if out is None:
+            if len(memo) >= MEMO_TEXTS:
+                memo.clear()
+            out = memo[text] = self._rewrite(text)
+        return out
+
+    def _rewrite(self, text: str) -> str:
+        """`mask_text` without the memo: every pattern the level asks for, skipping one
+        whose necessary letters the text lacks (`EXCHANGES`, `MONTH_HINT`)."""
+        forms = self.forms
+        if self._stocks:
+            if forms.a_share and any(x in text for x in EXCHANGES):
                 text = A_SHARE_FORM_RE.sub(self._code_sub, text)
             if forms.letters:
                 text = LETTER_FORM_RE.sub(self._letter_sub, text)
             if forms.other is not None:
                 text = forms.other.sub(self._code_sub, text)
-        if hides_dates(self.level):
+        if self._dates:
             text = DATE_RE.sub(self._date_sub, text)
-            text = TEXT_DATE_RE.sub(self._text_date_sub, text)
+            if "年" in text or MONTH_HINT.search(text) is not None:
+                text = TEXT_DATE_RE.sub(self._text_date_sub, text)
         return text
 
     def day_label(self, day: Any) -> str:
         """The label of a date under this level (ISO date when dates are visible)."""
         ts = pd.Timestamp(day)
-        return self._label(ts) if hides_dates(self.level) else str(ts.date())
+        return self._label(ts) if self._dates else str(ts.date())
 
     def symbol_label(self, symbol: str) -> str:
         """The identifier of a symbol under this level."""
-        return self.alias_of.get(symbol, symbol) if hides_stocks(self.level) else symbol
+        return self.alias_of.get(symbol, symbol) if self._stocks else symbol
 
     def sorted_labels(self, symbols: frozenset[str]) -> tuple[str, ...]:
         """The identifiers of `symbols` under this level, sorted; remembered per set, since

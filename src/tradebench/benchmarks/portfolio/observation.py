@@ -114,6 +114,10 @@ def _money(x: float | None) -> str:
     return "n/a" if x is None else f"{x:,.2f}"
 
 
+def _first(pair: tuple[str, object]) -> str:
+    return pair[0]
+
+
 def account_text(ctx: StepContext, masker: Masker, currency: str, prices: bool) -> str:
     """Cash (also as a share of NAV), NAV and each holding; the holding's close only when
     the mode shows prices (memory-only shows none). Under rebased prices holdings are in
@@ -126,10 +130,12 @@ def account_text(ctx: StepContext, masker: Masker, currency: str, prices: bool) 
     ]
     if scale.hides_levels:
         lines.append(f"({UNITS_NOTE})")
-    for p in sorted(a.positions, key=lambda p: masker.symbol_label(p.symbol)):
-        col = ctx.view.column(p.symbol)
+    columns = ctx.view.column_map
+    labelled = sorted(((masker.symbol_label(p.symbol), p) for p in a.positions), key=_first)
+    for label, p in labelled:
+        col = columns.get(p.symbol, -1)
         line = (
-            f"- {masker.symbol_label(p.symbol)}: {_quantity(scale.quantity(col, p.shares))} "
+            f"- {label}: {_quantity(scale.quantity(col, p.shares))} "
             f"shares (sellable {_quantity(scale.quantity(col, p.available))}), "
             f"weight {(scale.weight(p.weight) or 0.0) * 100:.2f}%"
         )

@@ -19,7 +19,7 @@ from tradebench.benchmarks.portfolio.shown import UNITS_NOTE, PriceScale
 from tradebench.errors import ToolError
 from tradebench.features.technical import FEATURES
 from tradebench.market.broker import DayQuotes, ExecutionContext, execute_orders
-from tradebench.market.ledger import Account
+from tradebench.market.ledger import Account, Holding
 from tradebench.market.orders import Order, OrderRecord
 
 SCREEN_FEATURES = FEATURES
@@ -110,18 +110,17 @@ def _limit_prices(ctx: StepContext, col: int) -> dict[str, Any]:
 def get_stock_snapshot(ctx: StepContext, stock_id: str, lookback: int = 10) -> dict[str, Any]:
     """Recent bars, features, board, limits, limit-hit warnings and the holding of one name."""
     col, scale = _col(ctx, stock_id), ctx.scale
-    bars = ctx.view.history(stock_id, lookback)
     rows = [
         {
-            "date": str(day.date()),
-            "open": scale.price(col, r.open),
-            "high": scale.price(col, r.high),
-            "low": scale.price(col, r.low),
-            "close": scale.price(col, r.close),
-            "volume": _volume(scale, col, r.volume),
-            "suspended": bool(r.suspended),
+            "date": day,
+            "open": scale.price(col, o),
+            "high": scale.price(col, h),
+            "low": scale.price(col, lo),
+            "close": scale.price(col, c),
+            "volume": _volume(scale, col, volume),
+            "suspended": suspended,
         }
-        for day, r in zip(bars.index, bars.itertuples(), strict=True)
+        for day, o, h, lo, c, volume, suspended in _bars(ctx, col, lookback)
     ]
     closes = ctx.view.window("close", 6)[:, col]
     moves = closes[1:] / closes[:-1] - 1
@@ -148,6 +147,20 @@ def get_stock_snapshot(ctx: StepContext, stock_id: str, lookback: int = 10) -> d
             "weight": scale.weight(held.weight),
         },
     }
+
+
+BAR_FIELDS = ("open", "high", "low", "close", "volume", "suspended")
+
+
+def _bars(ctx: StepContext, col: int, lookback: int) -> list[tuple[Any, ...]]:
+    """The last `lookback` visible bars of column `col` on which it was listed, oldest
+    first: (ISO day, open, high, low, close, volume, suspended) as Python values."""
+    v = ctx.view
+    listed = v.window("listed", lookback)[:, col]
+    calendar = v.calendar
+    days = calendar[len(calendar) - len(listed) :][listed].astype("datetime64[D]")
+    values = [v.window(name, lookback)[:, col][listed].tolist() for name in BAR_FIELDS]
+    return list(zip(days.astype(str).tolist(), *values, strict=True))
 
 
 def _volume(scale: PriceScale, col: int, volume: float) -> float | None:
@@ -278,9 +291,7 @@ def _shares_shown(scale: PriceScale, col: int, r: OrderRecord) -> float | int | 
 
 
 def _account_copy(ctx: StepContext) -> Account:
+    """A ledger the dry run may change: the snapshot's cash and holdings, set in one pass."""
     account = Account(ctx.account.cash)
-    for p in ctx.account.positions:
-        account.record_buy(p.symbol, p.shares, 0.0, 0.0, t_plus_one=True)
-        account.holdings[p.symbol].available = p.available
-    account.cash = ctx.account.cash
+    account.holdings = {p.symbol: Holding(p.shares, p.available) for p in ctx.account.positions}
     return account

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 import numpy as np
@@ -90,31 +91,37 @@ class PriceScale:
     base: np.ndarray | None = None
     capital: float = 1_000_000.0
 
-    @property
+    @cached_property
     def grid(self) -> float:
         """One step of the account grid in the currency (`ACCOUNT_GRID` x the capital)."""
         return ACCOUNT_GRID * self.capital
 
-    @property
+    @cached_property
     def unit_step(self) -> float:
         """The rebased units one grid step buys at the rebase close (units x 100 is the
         value at that close)."""
         return self.grid / REBASE_LEVEL
 
-    @property
+    @cached_property
     def hides_levels(self) -> bool:
         """Whether levels are shown in the rebased frame."""
         return self.mode == "rebased"
 
+    @cached_property
+    def _bases(self) -> list[float] | None:
+        """`base` as Python floats (read once per step, then per field shown)."""
+        return None if self.base is None else self.base.tolist()
+
     def _base(self, col: int) -> float | None:
-        if self.base is None or col < 0:
+        bases = self._bases
+        if bases is None or col < 0:
             return None
-        value = float(self.base[col])
-        return value if np.isfinite(value) and value > 0 else None
+        value = float(bases[col])
+        return value if math.isfinite(value) and value > 0 else None
 
     def price(self, col: int, value: float) -> float | None:
         """A raw price as shown (rebased when levels are hidden), rounded; None if unknown."""
-        if not np.isfinite(value):
+        if not math.isfinite(value):
             return None
         if not self.hides_levels:
             return round(float(value), PRICE_DIGITS)
@@ -126,7 +133,7 @@ class PriceScale:
         on the 0.01 price tick. Rebased: the shown close moved by the limit, with no tick
         (the tick is a grid of raw prices: rounding to it would place the raw level)."""
         if not self.hides_levels:
-            if not np.isfinite(close):
+            if not math.isfinite(close):
                 return None, None
             return self.price(col, round(close * (1 + pct), 2)), self.price(
                 col, round(close * (1 - pct), 2)
@@ -138,7 +145,7 @@ class PriceScale:
 
     def money(self, value: float) -> float | None:
         """An amount of money as shown: cents under `raw`, on the account grid otherwise."""
-        if not np.isfinite(value):
+        if not math.isfinite(value):
             return None
         if not self.hides_levels:
             return round(float(value), 2)
@@ -147,19 +154,34 @@ class PriceScale:
     def weight(self, value: float, digits: int = 4) -> float | None:
         """A weight (a share of NAV) as shown: `digits` decimals under `raw`, on the grid
         (`ACCOUNT_GRID`) otherwise."""
-        if not np.isfinite(value):
+        if not math.isfinite(value):
             return None
         if not self.hides_levels:
             return round(float(value), digits)
         return round(_on_grid(float(value), ACCOUNT_GRID), 6)
 
+    @cached_property
+    def _shown(self) -> dict[tuple[int, int], float | int | None]:
+        """Quantities of whole shares already shown this step, by (column, shares): the
+        account text and the portfolio tool show the same holdings."""
+        return {}
+
     def quantity(self, col: int, shares: float) -> float | int | None:
         """A quantity of one stock as shown: shares under `raw`, rebased units on the grid
         (`unit_step`) otherwise."""
+        if type(shares) is not int:
+            return self._quantity(col, shares)
+        shown = self._shown
+        key = (col, shares)
+        if key not in shown:
+            shown[key] = self._quantity(col, shares)
+        return shown[key]
+
+    def _quantity(self, col: int, shares: float) -> float | int | None:
         if not self.hides_levels:
             return int(shares) if float(shares).is_integer() else float(shares)
         base = self._base(col)
-        if base is None or not np.isfinite(shares):
+        if base is None or not math.isfinite(shares):
             return None
         units = _on_grid(float(shares) * base / REBASE_LEVEL, self.unit_step)
         return round(units, UNIT_DIGITS)

@@ -16,7 +16,7 @@ from enum import StrEnum
 from typing import Any, Literal
 
 from jsonschema import Draft202012Validator
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from tradebench.agents.tools import (
     ArgumentError,
@@ -36,6 +36,7 @@ from tradebench.benchmarks.portfolio.submit_schema import (
     SubmitLimits,
     action_schema,
 )
+from tradebench.benchmarks.portfolio.sure_match import surely_matches
 from tradebench.errors import ToolError
 from tradebench.llm.types import ToolSpec
 from tradebench.market.orders import Action, Order
@@ -192,6 +193,21 @@ RESEARCH_SPECS = {
 """The research tools' schemas: fixed, so built once."""
 
 
+class ResearchTool(Tool):
+    """A research tool whose arguments, when they certainly match the schema
+    (`sure_match.surely_matches`), skip the full validator; all others meet it as before."""
+
+    def check(self, arguments: dict[str, Any]) -> None:
+        """Validate arguments against the schema (`Tool.check`), a sure match at once."""
+        if not surely_matches(self.spec.parameters, arguments):
+            super().check(arguments)
+
+
+RESEARCH_TOOLS = {name: ResearchTool(spec=spec, fn=dict) for name, spec in RESEARCH_SPECS.items()}
+"""One compiled tool per schema; a step copies each with its own runner (`model_copy`
+keeps the compiled argument check, so no step compiles a schema again)."""
+
+
 def research_tools(ctx: StepContext, masker: Masker) -> list[Tool]:
     """The six read-only tools of open-research mode, masked for this episode (each gets
     real identifiers; see `_masked`)."""
@@ -207,7 +223,10 @@ def research_tools(ctx: StepContext, masker: Masker) -> list[Tool]:
         "get_portfolio_state": lambda a: research.get_portfolio_state(ctx),
         "risk_check": lambda a: research.risk_check(ctx, _orders(ctx, a["orders"])),
     }
-    return [Tool(spec=RESEARCH_SPECS[n], fn=_masked(masker, fn)) for n, fn in runners.items()]
+    return [
+        RESEARCH_TOOLS[n].model_copy(update={"fn": _masked(masker, fn)})
+        for n, fn in runners.items()
+    ]
 
 
 class SubmitCode(StrEnum):
@@ -283,7 +302,15 @@ def _order(order: SubmitOrder, symbol: str, shares: int | None, scale: PriceScal
 
 def _parsed(arguments: dict[str, Any]) -> SubmitAction:
     """The submission's types and required fields checked; issues from the schema's and
-    the model's own rules if not (`schema_issues`, `parse_model`: none quotes a value)."""
+    the model's own rules if not (`schema_issues`, `parse_model`: none quotes a value).
+
+    A submission the model's strict rules take (exact JSON types, no coercion) matches
+    `ACCEPTED` too, which is that model's own schema, and parses to the same action: it is
+    taken at once; any other goes through the schema's check for its issues."""
+    try:
+        return SubmitAction.model_validate(arguments, strict=True)
+    except ValidationError:
+        pass
     issues = schema_issues(ACCEPTED, arguments)
     if issues:
         raise ArgumentError("submission does not match the submit_action schema", issues)
