@@ -10,6 +10,7 @@ members by symbol on day one, hold them) is computed here from the dataset's own
 from __future__ import annotations
 
 import json
+import re
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -63,13 +64,16 @@ def _episode(run: Path, agent: str) -> Path:
 
 def _first_members(dataset: Path, n: int) -> tuple[str, list[str]]:
     """The window's first decision day and the first `n` symbols, by name, that are members
-    that day and traded on the day before (a close, not suspended): read from the tables."""
+    that day (intervals `start <= day < end`, no end: still a member) and traded on the day
+    before (a close, not suspended): read from the tables."""
     bars = pd.read_parquet(dataset / "bars.parquet")
     member = pd.read_parquet(dataset / "membership.parquet")
     days = sorted(bars["date"].unique())
     first = min(d for d in days if str(d) >= WINDOW["start"])
     before = max(d for d in days if d < first)
-    members = member[(member["start"] <= first) & (member["end"] >= first)]["symbol"]
+    open_ended = member["end"].isna()  # still a member
+    during = (member["start"] <= first) & (open_ended | (member["end"].fillna(first) > first))
+    members = member[during]["symbol"]
     prior = bars[(bars["date"] == before) & bars["close"].notna() & ~bars["suspended"]]
     return str(first), sorted(set(members) & set(prior["symbol"]))[:n]
 
@@ -131,10 +135,11 @@ def test_an_installed_package_runs_from_a_spec_by_name(
     assert len(set(returns.values())) == 1, returns
 
     # the summary: one done row per episode, the harness's columns, the plugin's kinds
-    ours = pd.read_parquet(plugin / "summary.parquet").set_index("agent")
+    ours = pd.read_parquet(plugin / "summary.parquet")
     theirs = pd.read_parquet(native / "summary.parquet")
-    assert (ours["status"] == "done").all() and len(ours) == 5
     assert set(theirs.columns) - {"price_mode"} <= set(ours.columns)
+    ours = ours.set_index("agent")
+    assert (ours["status"] == "done").all() and len(ours) == 5
     assert ours.loc["invest", "kind"] == "llm" and ours.loc["first3", "kind"] == "baseline"
     assert ours.loc["cash", "total_return"] == 0.0
     assert ours.loc["invest", "total_return"] == pytest.approx(returns[("plugin", "first3")])
@@ -147,6 +152,14 @@ def test_an_installed_package_runs_from_a_spec_by_name(
     page = (plugin / "report.html").read_text(encoding="utf-8")
     assert all(name in page for name in ("first3", "bypath", "invest", "cash"))
     assert "No finished episodes yet" not in page
+    native_page = (native / "report.html").read_text(encoding="utf-8")
+    assert len(_titles(native_page)) >= 3
+    assert _titles(native_page) <= _titles(page), _titles(native_page) - _titles(page)
+
+
+def _titles(page: str) -> set[str]:
+    """The section titles of a report page."""
+    return set(re.findall(r"<section id=\"[^\"]*\"><h2>([^<]*)</h2>", page))
 
 
 def test_a_name_registered_twice_is_refused_naming_both_sources() -> None:
@@ -163,5 +176,5 @@ def test_a_name_registered_twice_is_refused_naming_both_sources() -> None:
 def test_an_unknown_name_lists_the_installed_ones() -> None:
     from tradebench.benchmarks import BENCHMARKS
 
-    with pytest.raises(ConfigError, match="unknown benchmark 'nope'; known: .*toy_plugin_switch"):
+    with pytest.raises(ConfigError, match=r"unknown benchmark 'nope'; known: .*toy_plugin_switch"):
         BENCHMARKS.get("nope")

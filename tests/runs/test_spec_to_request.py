@@ -3,13 +3,13 @@ in the documented list of fields that do not (`runs.spec.NOT_SENT_TO_MODEL`).
 
 The fields are enumerated from the models (`AgentEntry`, and its `model` block, a
 `ModelConfig`), so a new field fails `test_every_agent_field_is_probed_or_documented` until
-it is given a probe here or a reason there. Each probe sets one field away from its default on its own agent;
-one real step of every agent runs against the loopback server, each agent at its own URL
-path, all sharing one reply cache. The oracle is written here: the value is read back from
-the request body the server received and from the canonical request stored beside the key
-(SQLite, read directly). The documented fields are checked too: changing one leaves the
-key of the base agent's request as it was (the cache holds exactly one row per probe plus
-the base's). Run-level fields that shape the request (`seeds`, `options.prompt_version`)
+it is given a probe here or a reason there. Each probe sets one field away from its default
+on its own agent; one real step of every agent runs against the loopback server, each agent
+at its own URL path, all sharing one reply cache. The oracle is written here: the value is
+read back from the request body the server received and from the canonical request stored
+beside the key (SQLite, read directly). The documented fields are checked too: changing one
+leaves the key of the base agent's request as it was (the cache holds exactly one row per
+probe plus the base's). Run-level fields that shape the request (`seeds`, `options.prompt_version`)
 get a second run on the same cache.
 """
 

@@ -18,8 +18,8 @@ import pandas as pd
 
 from tradebench.metrics import FAULT_COUNT_COLUMNS
 from tradebench.report.load import ORDER_COLUMNS, RunData
-from tradebench.runs.spec import flat_agent_entry
 from tradebench.runs.guard import TRANSPORT_KEYS, agent_without_transport
+from tradebench.runs.spec import flat_agent_entry
 from tradebench.runs.summary import (
     FAULT_TOTAL_COLUMNS,
     MASKS,
