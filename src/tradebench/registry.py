@@ -13,7 +13,8 @@ and a name may come from only one of them (a second one is refused with both nam
   `agent: my_pkg.agents:MyAgent`), imported when asked for.
 
 Building through the registry records the name and the arguments (`Spec`), so a run record
-can store and rebuild exactly what ran.
+can store and rebuild exactly what ran. Mask levels are data rather than entries: one row of
+`MASK_TABLE` in `masking.py` each (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -55,7 +56,10 @@ def import_path(path: str, kind: str = "object") -> Any:
     try:
         obj: Any = import_module(module_name)
     except ImportError as exc:
-        raise ConfigError(f"cannot import {kind} {path!r}: {exc}") from None
+        raise ConfigError(
+            f"cannot import {kind} {path!r}: {exc} (install its package, or put its folder "
+            "on PYTHONPATH)"
+        ) from None
     for part in attribute.split("."):
         if not hasattr(obj, part):
             raise ConfigError(f"cannot import {kind} {path!r}: {module_name} has no {attribute!r}")
