@@ -150,3 +150,24 @@ def test_a_moved_endpoint_is_transport_in_the_model_block(synth_dataset_dir: Pat
 def test_model_config_refuses_an_unknown_provider_in_one_line() -> None:
     with pytest.raises(ConfigError, match="providers: anthropic, openai"):
         ModelConfig.parse("nope:model")
+
+
+def test_the_leaderboard_sees_one_agent_in_both_layouts() -> None:
+    """A folder's `spec.yaml` in either layout gives the same agent facts and identity, so
+    runs written before and after the model became a block are compared as one agent."""
+    from tradebench.leaderboard.data import _agent_facts
+
+    url = "http://127.0.0.1:9/v1"
+    old = {"agents": [_flat_v2_agent("m", url), _flat_v2_agent("ew", None, "equal_weight")]}
+    new = RunSpec.model_validate(
+        {
+            "dataset": "synthetic:cn",
+            "agents": [
+                {"name": "m", "model": {"provider": "openai", "model": "m", "base_url": url}},
+                {"name": "ew", "agent": "equal_weight"},
+            ],
+        }
+    ).model_dump(mode="json")
+    assert _agent_facts(old) == _agent_facts(new)
+    assert _agent_facts(new)["m"]["model"] == "openai:m"
+    assert _agent_facts(new)["ew"]["is_equal_weight"]
