@@ -7,8 +7,8 @@ and a name may come from only one of them (a second one is refused with both nam
 
 - built-in lines (`REGISTRY.register("name", "package.module:ATTR")`, or the decorator);
 - Python entry points of the registry's group (`tradebench.benchmarks`, `tradebench.agents`,
-  `tradebench.providers`), read once, lazily, on the first lookup of a name not registered
-  in the code, so an installed package adds its own without touching this one;
+  `tradebench.providers`), read once, lazily, on the first lookup (nothing is imported until
+  an entry is used), so an installed package adds its own without touching this one;
 - where the registry allows it, a `module:attribute` path used as the name itself (a spec's
   `agent: my_pkg.agents:MyAgent`), imported when asked for.
 
@@ -103,13 +103,16 @@ class Registry(Generic[T]):
 
     def _add(self, name: str, entry: Any, source: str) -> None:
         if name in self.entries:
-            raise ConfigError(
-                f"{self.kind} name {name!r} is registered twice: by {self.sources[name]} and by "
-                f"{source}; rename one of them (an installed package's entry point names it in "
-                "its pyproject.toml)"
-            )
+            raise ConfigError(self._twice(name, self.sources[name], source))
         self.entries[name] = entry
         self.sources[name] = source
+
+    def _twice(self, name: str, first: str, second: str) -> str:
+        """The one-line message for a name that two sources register."""
+        return (
+            f"{self.kind} name {name!r} is registered twice: by {first} and by {second}; rename "
+            "one of them (an installed package's entry point names it in its pyproject.toml)"
+        )
 
     def unregister(self, name: str) -> None:
         """Remove `name` (a test's temporary entry); unknown names are ignored."""
@@ -117,21 +120,30 @@ class Registry(Generic[T]):
         self.sources.pop(name, None)
 
     def _read_entry_points(self) -> None:
-        """Add every entry point of this registry's group, once."""
+        """Add every entry point of this registry's group, once all of them are known not
+        to collide (a collision is refused again on every lookup until it is resolved)."""
         if self._entry_points_read or self.group is None:
             return
-        self._entry_points_read = True
+        found: dict[str, tuple[str, str]] = {}
         for point in metadata.entry_points(group=self.group):
             dist = getattr(point.dist, "name", None) or "an installed package"
-            self._add(point.name, point.value, f"entry point {point.value} ({dist})")
+            source = f"entry point {point.value} ({dist})"
+            if found.get(point.name, (None, source))[1] == source:
+                found[point.name] = (point.value, source)  # the same one, seen twice
+                continue
+            raise ConfigError(self._twice(point.name, found[point.name][1], source))
+        for name, (_, source) in found.items():
+            if name in self.entries:
+                raise ConfigError(self._twice(name, self.sources[name], source))
+        for name, (value, source) in found.items():
+            self._add(name, value, source)
+        self._entry_points_read = True
 
     def has(self, name: str) -> bool:
         """Whether `name` is known (registered, an entry point, or an allowed path), without
         importing anything."""
-        if name in self.entries or (self.paths and is_import_path(name)):
-            return True
         self._read_entry_points()
-        return name in self.entries
+        return name in self.entries or (self.paths and is_import_path(name))
 
     def get(self, name: str) -> Any:
         """The entry called `name`, imported if it was registered by path.
@@ -139,8 +151,7 @@ class Registry(Generic[T]):
         Raises:
             ConfigError: No such name (the known ones are listed), or its import fails.
         """
-        if name not in self.entries:
-            self._read_entry_points()
+        self._read_entry_points()
         if name not in self.entries:
             if self.paths and is_import_path(name):
                 return import_path(name, self.kind)

@@ -171,6 +171,8 @@ def test_a_name_registered_twice_is_refused_naming_both_sources() -> None:
     assert "agent name 'toy_plugin_first_n' is registered twice" in message
     assert "tradebench.agents.baselines:CashAgent" in message
     assert "tradebench_toy_plugin.agent:FirstNAgent" in message and DIST in message
+    with pytest.raises(ConfigError, match="registered twice"):  # on every lookup, not once
+        agents.get("toy_plugin_first_n")
 
 
 def test_an_unknown_name_lists_the_installed_ones() -> None:
