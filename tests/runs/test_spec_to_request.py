@@ -1,15 +1,15 @@
 """Every field of a spec's agent entry reaches the model's request and the cache key, or is
 in the documented list of fields that do not (`runs.spec.NOT_SENT_TO_MODEL`).
 
-The fields are enumerated from the models (`AgentEntry`, and `ModelConfig` behind it), so a
-new field fails `test_every_agent_field_is_probed_or_documented` until it is given a probe
-here or a reason there. Each probe sets one field away from its default on its own agent;
-one real step of every agent runs against the loopback server, each agent at its own URL
-path, all sharing one reply cache. The oracle is written here: the value is read back from
-the request body the server received and from the canonical request stored beside the key
-(SQLite, read directly). The documented fields are checked too: changing one leaves the
-key of the base agent's request as it was (the cache holds exactly one row per probe plus
-the base's). Run-level fields that shape the request (`seeds`, `options.prompt_version`)
+The fields are enumerated from the models (`AgentEntry`, and its `model` block, a
+`ModelConfig`), so a new field fails `test_every_agent_field_is_probed_or_documented` until
+it is given a probe here or a reason there. Each probe sets one field away from its default
+on its own agent; one real step of every agent runs against the loopback server, each agent
+at its own URL path, all sharing one reply cache. The oracle is written here: the value is
+read back from the request body the server received and from the canonical request stored
+beside the key (SQLite, read directly). The documented fields are checked too: changing one
+leaves the key of the base agent's request as it was (the cache holds exactly one row per
+probe plus the base's). Run-level fields that shape the request (`seeds`, `options.prompt_version`)
 get a second run on the same cache.
 """
 
@@ -96,18 +96,18 @@ DOCUMENTED: dict[str, dict[str, Any]] = {
     "max_attempts": {"max_attempts": 2},
     "knowledge_cutoff": {"knowledge_cutoff": "2020-01-01"},
 }
-"""Documented fields a model agent can set: each changed on its own agent (`baseline` and
-`args` belong to baselines, which send nothing)."""
+"""Documented fields a model agent can set: each changed on its own agent (`agent` and
+`args` belong to rule agents, which send nothing)."""
 
 
 def test_every_agent_field_is_probed_or_documented() -> None:
-    fields = set(AgentEntry.model_fields)
-    assert set(ModelConfig.model_fields) <= fields, "a model setting the spec cannot set"
+    fields = (set(AgentEntry.model_fields) - {"model"}) | set(ModelConfig.model_fields)
+    assert AgentEntry.model_fields["model"].annotation == ModelConfig | None
     assert set(NOT_SENT_TO_MODEL) <= fields, "a documented field that no longer exists"
     neither = fields - set(PROBES) - set(NOT_SENT_TO_MODEL)
     assert not neither, f"fields neither probed here nor in NOT_SENT_TO_MODEL: {neither}"
     assert not set(PROBES) & set(NOT_SENT_TO_MODEL)
-    assert set(DOCUMENTED) | {"baseline", "args"} == set(NOT_SENT_TO_MODEL)
+    assert set(DOCUMENTED) | {"agent", "args"} == set(NOT_SENT_TO_MODEL)
     assert set(NOT_SENT_TO_MODEL) >= AGENT_TRANSPORT_KEYS  # a rerun may change them
     docs = (ROOT / "docs" / "runs.md").read_text(encoding="utf-8")
     section = docs.split("### What reaches the model", 1)[1].split("\n#", 1)[0]

@@ -1,4 +1,5 @@
-"""The `Agent` protocol every agent implements, LLM or rule-based, and its `Decision`."""
+"""The `Agent` protocol every agent implements, LLM or rule-based, its `Decision`, and the
+registry of agents by name (`AGENTS`)."""
 
 from __future__ import annotations
 
@@ -68,4 +69,9 @@ class Agent(Protocol):
         ...
 
 
-AGENTS: Registry[Agent] = Registry("agent")
+AGENTS: Registry[Agent] = Registry("agent", group="tradebench.agents", paths=True)
+"""Agents of the broker benchmarks by name, each a factory called with the spec entry's
+`args` (and `lot_size`, the market's board lot, when it takes that argument): the rule
+baselines (`agents.baselines`), the factor models (`agents.factor.agent`), the entry points
+of installed packages (group `tradebench.agents`) and any `module:Class` path. docs/agents.md
+documents the protocol with a complete example package."""

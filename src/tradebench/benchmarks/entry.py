@@ -8,14 +8,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tradebench.registry import Registry
 from tradebench.report import DEFAULT_SECTIONS, ReportOptions
 from tradebench.report import build_report as build_sections_report
 from tradebench.report.load import read_spec
 from tradebench.runs.executor import RunProgress, execute
-from tradebench.runs.protocol import Benchmark, BenchmarkRegistry
+from tradebench.runs.protocol import Benchmark
 from tradebench.runs.spec import RunSpec
 
-BENCHMARKS = BenchmarkRegistry()
+BENCHMARKS: Registry[Benchmark] = Registry("benchmark", group="tradebench.benchmarks", paths=True)
+"""Benchmarks by name: the built-in ones below (imported when a spec names them), those of
+installed packages (entry points of `tradebench.benchmarks`, each a `Benchmark` instance) and
+`module:ATTRIBUTE` paths."""
 BENCHMARKS.register("portfolio", "tradebench.benchmarks.portfolio.benchmark:BENCHMARK")
 BENCHMARKS.register("single_stock", "tradebench.benchmarks.single_stock.benchmark:BENCHMARK")
 BENCHMARKS.register("mandate", "tradebench.benchmarks.mandate.benchmark:BENCHMARK")

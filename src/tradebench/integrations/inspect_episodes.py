@@ -74,7 +74,7 @@ def model_agent(spec: RunSpec, name: str | None) -> AgentEntry:
                 f"its model agents: {[a.name for a in llm] or 'none'}"
             )
         return found[0]
-    return llm[0] if llm else AgentEntry(name=DEFAULT_AGENT, provider="openai", model="inspect")
+    return llm[0] if llm else AgentEntry(name=DEFAULT_AGENT, model="openai:inspect")
 
 
 def sample_id(ref: EpisodeRef, window_number: int) -> str:
@@ -151,7 +151,7 @@ def episode_solver(episodes: EpisodeSet) -> Solver:
             inspect_model = get_model()
             config = model_config_for(inspect_model, episodes.agent.max_tokens)
             model = InspectChatModel(inspect_model, config)
-            agent = episodes.agent.model_copy(
+            served = episodes.agent.model_config_().model_copy(
                 update={
                     "provider": config.provider,
                     "model": config.model,
@@ -160,6 +160,7 @@ def episode_solver(episodes: EpisodeSet) -> Solver:
                     "max_tokens": config.max_tokens,
                 }
             )
+            agent = episodes.agent.model_copy(update={"model": served})
             folder = episodes.folder(str(state.sample_id))
             folder.mkdir(parents=True, exist_ok=True)
             ctx = EpisodeContext(

@@ -24,6 +24,7 @@ from tradebench.benchmarks.mcq.eval.run import RESULTS_FILE, EvalSummary
 from tradebench.errors import ConfigError, DataError
 from tradebench.report.load import read_spec, read_summary
 from tradebench.runs.records import NOT_APPLICABLE, STEPS_FILE, episode_folder
+from tradebench.runs.spec import flat_agent_entry
 from tradebench.runs.store import read_run_record, read_table
 from tradebench.runs.summary import initial_cash
 
@@ -110,6 +111,7 @@ def _agent_facts(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
     for entry in spec.get("agents") or []:
         if not isinstance(entry, dict) or "name" not in entry:
             continue
+        entry = flat_agent_entry(entry)  # any layout, compared flat
         cutoff = entry.get("knowledge_cutoff")
         model = entry.get("model")
         facts[str(entry["name"])] = {

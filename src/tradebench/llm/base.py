@@ -1,4 +1,5 @@
-"""The `ChatModel` protocol, the provider registry and `get_model`, the one entry point.
+"""The `ChatModel` protocol and `get_model`, the one entry point (providers are looked up
+in `llm.providers.PROVIDERS`, the registry of wire formats).
 
 `get_model` composes the layers every run wants, innermost first:
 
@@ -9,13 +10,13 @@ so a cache hit is free and never touches the budget or the endpoint.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from tradebench.errors import ConfigError
 from tradebench.llm.budget import Budget, BudgetedModel
 from tradebench.llm.cache import CachedModel, ResponseCache
 from tradebench.llm.limits import Limits, RateLimiter
+from tradebench.llm.providers import PROVIDERS, provider, registered_providers
 from tradebench.llm.retry import RetryPolicy
 from tradebench.llm.types import ChatResponse, Message, ModelConfig, ToolChoice, ToolSpec
 
@@ -50,41 +51,7 @@ class ChatModel(Protocol):
         ...
 
 
-AdapterFactory = Callable[..., ChatModel]
-_PROVIDERS: dict[str, Callable[[], AdapterFactory]] = {}
-
-
-def provider(name: str) -> Callable[[Callable[[], AdapterFactory]], Callable[[], AdapterFactory]]:
-    """Register a provider: the decorated function imports and returns its adapter class.
-
-    The import happens only when the provider is used, so a missing SDK fails with an
-    install hint for that provider alone.
-    """
-
-    def register(loader: Callable[[], AdapterFactory]) -> Callable[[], AdapterFactory]:
-        _PROVIDERS[name] = loader
-        return loader
-
-    return register
-
-
-@provider("openai")
-def _openai() -> AdapterFactory:
-    from tradebench.llm.openai_provider import OpenAIChatModel
-
-    return OpenAIChatModel
-
-
-@provider("anthropic")
-def _anthropic() -> AdapterFactory:
-    from tradebench.llm.anthropic_provider import AnthropicChatModel
-
-    return AnthropicChatModel
-
-
-def registered_providers() -> list[str]:
-    """Names of the registered providers, sorted."""
-    return sorted(_PROVIDERS)
+__all__ = ["ChatModel", "get_model", "provider", "registered_providers"]
 
 
 def get_model(
@@ -110,14 +77,10 @@ def get_model(
             needed, and not read, when `cache` only replays).
     """
     cfg = ModelConfig.parse(config) if isinstance(config, str) else config
-    loader = _PROVIDERS.get(cfg.provider)
-    if loader is None:
-        raise ConfigError(
-            f"unknown provider {cfg.provider!r}; known: {', '.join(registered_providers())}"
-        )
+    adapter = PROVIDERS.get(cfg.provider)
     limiter = RateLimiter(limits) if isinstance(limits, Limits) else limits
     replay = {"replay": True} if cache is not None and cache.mode == "replay" else {}
-    model: ChatModel = loader()(cfg, limiter=limiter, retry=retry or RetryPolicy(), **replay)
+    model: ChatModel = adapter(cfg, limiter=limiter, retry=retry or RetryPolicy(), **replay)
     if budget is not None:
         model = BudgetedModel(model, budget)
     if cache is not None:

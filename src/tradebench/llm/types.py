@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tradebench.errors import ConfigError
+from tradebench.llm.providers import check_provider, registered_providers
 
 Role = Literal["system", "user", "assistant", "tool"]
 ToolChoice = Literal["auto", "none", "required"] | str
@@ -27,7 +28,6 @@ tool offered; no `tool_choice` (the default, auto) with only that tool offered a
 instruction to call it; the text protocol (catalogue in the prompt, call read from text)."""
 RUNGS: tuple[Rung, ...] = ("object", "required", "auto", "text")
 ForcedChoice = Literal["ladder", "object", "required", "auto", "text"]
-PROVIDERS = ("openai", "anthropic")
 _SECRET_KEY = re.compile(r"(?i)(api[-_]?key|authorization|secret|password|bearer|access[-_]?token)")
 
 
@@ -229,8 +229,9 @@ class ModelConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    provider: Literal["openai", "anthropic"]
-    """Wire format / SDK: `openai` (any OpenAI-compatible server) or `anthropic`."""
+    provider: str
+    """Wire format / SDK, a name in the provider registry (`llm.providers`): `openai` (any
+    OpenAI-compatible server), `anthropic`, or one an installed package registers."""
     model: str
     """Model name sent to the endpoint."""
     base_url: str | None = None
@@ -255,6 +256,11 @@ class ModelConfig(BaseModel):
     the object form of `tool_choice` and steps down (`required`, `auto` with an
     instruction, the text protocol) when the endpoint rejects a form or ignores it; a
     rung's name pins that form (no probing, no fallback)."""
+
+    @field_validator("provider")
+    @classmethod
+    def _registered(cls, value: str) -> str:
+        return check_provider(value)
 
     @field_validator("base_url")
     @classmethod
@@ -290,10 +296,11 @@ class ModelConfig(BaseModel):
             ConfigError: The shorthand has no known provider prefix.
         """
         provider, sep, model = spec.partition(":")
-        if not sep or provider not in PROVIDERS or not model:
+        known = registered_providers()
+        if not sep or provider not in known or not model:
             raise ConfigError(
                 f"model {spec!r} is not `provider:model`; use e.g. `openai:gpt-4.1-mini` or "
-                f"`anthropic:claude-sonnet-4-5` (providers: {', '.join(PROVIDERS)})"
+                f"`anthropic:claude-sonnet-4-5` (providers: {', '.join(known)})"
             )
         return cls(provider=provider, model=model, base_url=base_url, **fields)
 

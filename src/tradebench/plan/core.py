@@ -94,5 +94,5 @@ def plan_context(spec_path: Path, assumptions: PlanAssumptions) -> PlanContext:
 
 def build_plan(context: PlanContext) -> list[PlanSection]:
     """Every registered section of the plan (those with something to say)."""
-    built = (builder(context) for builder in PLAN_SECTIONS.factories.values())
+    built = (builder(context) for builder in PLAN_SECTIONS.loaded().values())
     return [section for section in built if section is not None]

@@ -18,7 +18,8 @@ import pandas as pd
 
 from tradebench.metrics import FAULT_COUNT_COLUMNS
 from tradebench.report.load import ORDER_COLUMNS, RunData
-from tradebench.runs.guard import AGENT_TRANSPORT_KEYS, TRANSPORT_KEYS
+from tradebench.runs.guard import TRANSPORT_KEYS, agent_without_transport
+from tradebench.runs.spec import flat_agent_entry
 from tradebench.runs.summary import (
     FAULT_TOTAL_COLUMNS,
     MASKS,
@@ -221,12 +222,8 @@ def greedy_seed_agents(run: RunData) -> list[str]:
     seeds = run.spec.get("seeds") or []
     if not isinstance(seeds, list) or len(seeds) < 2:
         return []
-    agents = run.spec.get("agents") or []
-    return sorted(
-        str(a.get("name"))
-        for a in agents
-        if isinstance(a, dict) and a.get("model") and not a.get("temperature")
-    )
+    agents = [flat_agent_entry(a) for a in run.spec.get("agents") or [] if isinstance(a, dict)]
+    return sorted(str(a.get("name")) for a in agents if a.get("model") and not a.get("temperature"))
 
 
 def llm_agents(summary: pd.DataFrame) -> list[str]:
@@ -403,12 +400,7 @@ def result_spec(spec: dict) -> dict:
     out = {k: v for k, v in spec.items() if k not in TRANSPORT_KEYS}
     agents = spec.get("agents")
     if isinstance(agents, list):
-        out["agents"] = [
-            {k: v for k, v in a.items() if k not in AGENT_TRANSPORT_KEYS}
-            if isinstance(a, dict)
-            else a
-            for a in agents
-        ]
+        out["agents"] = [agent_without_transport(a) if isinstance(a, dict) else a for a in agents]
     return out
 
 

@@ -46,7 +46,7 @@ before it is not resumed by code that would compute its remaining episodes diffe
 TRANSPORT_KEYS = frozenset({"concurrency", "budget", "cache", "executor"})
 """Top-level spec keys a rerun may change."""
 AGENT_TRANSPORT_KEYS = frozenset({"base_url", "api_key_env", "timeout_s", "max_attempts"})
-"""Agent keys a rerun may change."""
+"""Agent keys a rerun may change (in the entry or in its `model` block)."""
 GRID_AXES = ("windows", "modes", "masks", "seeds", "agents")
 """Spec lists whose new entries `--add-cells` may append."""
 _PR_SET_PDEATHSIG = 1
@@ -119,10 +119,15 @@ def _locked(run_dir: Path) -> Iterator[None]:
 def _identity(spec: dict[str, Any]) -> dict[str, Any]:
     """The part of a resolved spec that determines results."""
     out = {k: v for k, v in spec.items() if k not in TRANSPORT_KEYS and k != "schema_version"}
-    out["agents"] = [
-        {k: v for k, v in agent.items() if k not in AGENT_TRANSPORT_KEYS}
-        for agent in spec.get("agents", [])
-    ]
+    out["agents"] = [agent_without_transport(agent) for agent in spec.get("agents", [])]
+    return out
+
+
+def agent_without_transport(agent: dict[str, Any]) -> dict[str, Any]:
+    """An agent entry without its transport keys (its own and its `model` block's)."""
+    out = {k: v for k, v in agent.items() if k not in AGENT_TRANSPORT_KEYS}
+    if isinstance(out.get("model"), dict):
+        out["model"] = {k: v for k, v in out["model"].items() if k not in AGENT_TRANSPORT_KEYS}
     return out
 
 

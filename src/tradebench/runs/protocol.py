@@ -5,21 +5,19 @@ episode when the executor asks (with an `EpisodeContext`: the data, the folder, 
 journal and, for model episodes, the pool's model) and returns its `EpisodeRecord`. It adds
 its own summary columns and report sections. The harness (`runs.executor`) plans, resumes,
 schedules and summarises, and never names a benchmark: benchmarks are registered by name in
-`tradebench.benchmarks`.
+`tradebench.benchmarks.entry.BENCHMARKS` (a `registry.Registry`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from importlib import import_module
 from pathlib import Path
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from tradebench.data.dataset import Dataset
-from tradebench.errors import ConfigError
 from tradebench.llm.base import ChatModel
 from tradebench.runs.journal import Journal
 from tradebench.runs.records import NOT_APPLICABLE, EpisodeRecord, Kind
@@ -110,35 +108,3 @@ class Benchmark(Protocol):
     def summary_row(self, record: EpisodeRecord, folder: Path) -> SummaryColumns:
         """The episode's metric columns for `summary.parquet`."""
         ...
-
-
-class BenchmarkRegistry:
-    """Benchmarks by name; an entry may be a `module:attribute` path, imported on first use."""
-
-    def __init__(self) -> None:
-        """An empty registry."""
-        self._entries: dict[str, Benchmark | str] = {}
-
-    def register(self, name: str, benchmark: Benchmark | str) -> None:
-        """Register `benchmark` (or its `module:attribute` path) under `name`."""
-        self._entries[name] = benchmark
-
-    def get(self, name: str) -> Benchmark:
-        """The benchmark called `name`.
-
-        Raises:
-            ConfigError: No benchmark of that name is registered.
-        """
-        entry = self._entries.get(name)
-        if entry is None:
-            known = ", ".join(sorted(self._entries)) or "none"
-            raise ConfigError(f"unknown benchmark {name!r}; known: {known}")
-        if isinstance(entry, str):
-            module, _, attribute = entry.partition(":")
-            entry = getattr(import_module(module), attribute)
-            self._entries[name] = entry
-        return entry
-
-    def names(self) -> list[str]:
-        """Registered names, sorted."""
-        return sorted(self._entries)

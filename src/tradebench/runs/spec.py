@@ -18,18 +18,19 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
-    field_validator,
     model_validator,
 )
 
 from tradebench.errors import ConfigError
 from tradebench.llm.budget import BudgetConfig
 from tradebench.llm.retry import RetryPolicy
-from tradebench.llm.types import ForcedChoice, ModelConfig, ToolProtocol, check_base_url
+from tradebench.llm.types import ModelConfig
 from tradebench.masking import MASK_LEVELS, MaskLevel
 
-SPEC_VERSION = 2
-"""Version of the spec layout written to `spec.yaml` (1 kept options per benchmark name)."""
+SPEC_VERSION = 3
+"""Version of the spec layout written to `spec.yaml` (1 kept options per benchmark name; 2
+kept an agent's model fields beside its own and named rule agents `baseline`). Older layouts
+still load."""
 
 
 class Window(BaseModel):
@@ -54,8 +55,8 @@ class Window(BaseModel):
 
 NOT_SENT_TO_MODEL: dict[str, str] = {
     "name": "the agent's label in results",
-    "baseline": "names a baseline, which has no model",
-    "args": "a baseline's arguments",
+    "agent": "names a rule or outside agent, which has no model",
+    "args": "a rule or outside agent's arguments",
     "base_url": "where requests go, not what they ask (outside the cache key, so a model's "
     "replies replay after it moves servers)",
     "api_key_env": "names the variable holding the key; a credential is in no request body "
@@ -65,36 +66,79 @@ NOT_SENT_TO_MODEL: dict[str, str] = {
     "max_attempts": "how often the HTTP client tries a request (transport)",
     "knowledge_cutoff": "read by the leaderboard only",
 }
-"""The `AgentEntry` fields that reach neither a model's request nor the reply cache's key,
-each with why. Every other field does: it is sent in the request and hashed in the key
-(docs/runs.md, "What reaches the model")."""
+"""The agent-entry fields (the entry's own and its `model` block's) that reach neither a
+model's request nor the reply cache's key, each with why. Every other field does: it is sent
+in the request and hashed in the key (docs/runs.md, "What reaches the model")."""
+
+MODEL_FIELDS = tuple(ModelConfig.model_fields)
+"""The fields of an agent's `model` block (a `ModelConfig`)."""
+_FLAT_DEFAULTS: dict[str, Any] = {
+    **{k: f.get_default(call_default_factory=True) for k, f in ModelConfig.model_fields.items()
+       if not f.is_required()},
+    "provider": None,
+    "model": None,
+}  # fmt: skip
+"""What a spec-version-2 agent entry held for the model fields when it gave none."""
+
+
+def _shorthand(model: str) -> dict[str, Any]:
+    """`provider:model` as the fields of a model block."""
+    provider, sep, name = model.partition(":")
+    if not sep or not provider or not name:
+        raise ValueError(
+            f"model {model!r} names no provider: write `provider:model` (e.g. "
+            "`openai:gpt-4.1-mini`) or a block with `provider:` and `model:`"
+        )
+    return {"provider": provider, "model": name}
+
+
+def _nest_model(raw: Any) -> Any:
+    """Read the layouts an agent entry had before its model became one block: the model's
+    fields side by side with the entry's (spec version 2: `provider`, `model`, `base_url`,
+    ...), and `baseline` for what is now `agent`. A `model` given as `provider:model`
+    shorthand becomes the block."""
+    if not isinstance(raw, dict):
+        return raw
+    out = dict(raw)
+    if "baseline" in out:
+        if out.get("agent") is not None:
+            raise ValueError("give `agent` (the newer name of `baseline`), not both")
+        out["agent"] = out.pop("baseline")
+    flat = {k: out.pop(k) for k in MODEL_FIELDS if k != "model" and k in out}
+    model = out.get("model")
+    if isinstance(model, str):
+        block = {"model": model} if "provider" in flat else _shorthand(model)
+        out["model"] = {**flat, **block}
+    elif flat and model is None:  # a rule agent of version 2 carried the model's defaults
+        out.pop("model", None)
+        given = sorted(k for k, v in flat.items() if v != _FLAT_DEFAULTS.get(k))
+        if given:
+            raise ValueError(f"{', '.join(given)} given without a `model`")
+    elif flat:
+        raise ValueError(
+            f"{', '.join(sorted(flat))} belong inside the `model:` block, not beside it"
+        )
+    return out
 
 
 class AgentEntry(BaseModel):
-    """An agent of the grid: an LLM (`provider` + `model`) or a `baseline` by name."""
+    """An agent of the grid: a model (`model:` block, a `ModelConfig`) or a rule or outside
+    agent (`agent:` a registered name, an installed package's entry-point name, or a
+    `module:Class` path) with its `args`."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,40}$", description="label in results")
-    baseline: str | None = Field(default=None, description="registered baseline name")
-    args: dict[str, Any] = Field(default_factory=dict, description="baseline arguments")
-    provider: Literal["openai", "anthropic"] | None = None
-    model: str | None = None
-    base_url: str | None = None
-    api_key_env: str | None = Field(default=None, description="env var holding the key")
-    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
-    max_tokens: int = Field(default=1024, ge=16)
-    extra: dict[str, Any] = Field(default_factory=dict)
-    tool_protocol: ToolProtocol = Field(
-        default="auto",
-        description="`native`, `text` (tools rendered into the prompt, calls read from text) "
-        "or `auto` (a custom endpoint is probed once for a template that drops tools)",
+    agent: str | None = Field(
+        default=None,
+        description="a registered agent (baseline, factor model), an entry point of "
+        "`tradebench.agents`, or `module:Class`",
     )
-    forced_choice: ForcedChoice = Field(
-        default="ladder",
-        description="how a forced tool call is sent: `ladder` (object form of tool_choice, "
-        "stepping down when the endpoint refuses or ignores it) or one form pinned "
-        "(`object`, `required`, `auto`, `text`)",
+    args: dict[str, Any] = Field(default_factory=dict, description="the agent's arguments")
+    model: ModelConfig | None = Field(
+        default=None,
+        description="how to reach the model of a model agent (`provider`, `model`, "
+        "`base_url`, `api_key_env`, `temperature`, `max_tokens`, ...), or `provider:model`",
     )
     max_steps: int | None = Field(
         default=None, ge=1, description="cap on this agent's steps per episode (slow models)"
@@ -111,12 +155,17 @@ class AgentEntry(BaseModel):
         "windows after it apart from those it may have seen",
     )
 
+    _read_flat_layout = model_validator(mode="before")(_nest_model)
+
     @model_validator(mode="after")
     def _one_kind(self) -> AgentEntry:
-        if (self.baseline is None) == (self.model is None):
-            raise ValueError(f"agent {self.name!r}: give either `baseline` or `provider`+`model`")
-        if self.model is not None and self.provider is None:
-            raise ValueError(f"agent {self.name!r}: `model` needs a `provider`")
+        if (self.agent is None) == (self.model is None):
+            raise ValueError(
+                f"agent {self.name!r}: give either `agent` (a registered or `module:Class` "
+                "agent) or `model` (a model block, or `provider:model`)"
+            )
+        if self.model is not None and self.model.max_tokens < 16:
+            raise ValueError(f"agent {self.name!r}: model.max_tokens must be at least 16")
         return self
 
     @property
@@ -124,10 +173,20 @@ class AgentEntry(BaseModel):
         """True for a model-backed agent."""
         return self.model is not None
 
-    @field_validator("base_url")
-    @classmethod
-    def _reachable(cls, value: str | None) -> str | None:
-        return check_base_url(value)
+    @property
+    def baseline(self) -> str | None:
+        """The rule or outside agent's name or path (None for a model agent)."""
+        return self.agent
+
+    @property
+    def temperature(self) -> float:
+        """The model's sampling temperature (0 for a rule agent)."""
+        return self.model.temperature if self.model is not None else 0.0
+
+    @property
+    def max_tokens(self) -> int:
+        """The model's cap on output tokens per reply (the default for a rule agent)."""
+        return self.model.max_tokens if self.model is not None else _FLAT_DEFAULTS["max_tokens"]
 
     def retry_policy(self) -> RetryPolicy | None:
         """This agent's retry policy when the spec sets one of its limits, else None."""
@@ -136,18 +195,30 @@ class AgentEntry(BaseModel):
         return RetryPolicy(**given) if given else None
 
     def model_config_(self) -> ModelConfig:
-        """The `ModelConfig` of an LLM agent."""
-        return ModelConfig(
-            provider=self.provider,
-            model=self.model,
-            base_url=self.base_url,
-            api_key_env=self.api_key_env,
-            temperature=self.temperature,
-            max_tokens=self.max_tokens,
-            extra=self.extra,
-            tool_protocol=self.tool_protocol,
-            forced_choice=self.forced_choice,
-        )
+        """The `ModelConfig` of a model agent.
+
+        Raises:
+            ConfigError: The entry is a rule or outside agent.
+        """
+        if self.model is None:
+            raise ConfigError(f"agent {self.name!r} has no model")
+        return self.model
+
+
+def flat_agent_entry(raw: dict[str, Any]) -> dict[str, Any]:
+    """One agent entry of a `spec.yaml` in any layout, in the flat layout of spec version 2
+    (the model's fields beside the entry's, `baseline` for `agent`): the form in which
+    readers compare agents across run folders written before and after the model became a
+    block. Nothing is validated (a folder's provider need not be installed to read it)."""
+    out = dict(raw)
+    if "agent" in out:
+        out["baseline"] = out.pop("agent")
+    model = out.get("model")
+    block = dict(model) if isinstance(model, dict) else {}
+    if isinstance(model, dict) or model is None:
+        out.pop("model", None)
+        out = {**_FLAT_DEFAULTS, **out, **block}
+    return out
 
 
 class CacheSpec(BaseModel):

@@ -157,7 +157,9 @@ def test_a_killed_episode_resumes_with_the_same_answers(
     (episode / "episode.json").write_text(json.dumps({**meta, "status": "running"}))
     spec = yaml.safe_load((copy / "spec.yaml").read_text())
     with LoopbackServer() as server:  # a request would get a tool call, not a letter
-        spec["agents"] = [{**a, "base_url": server.openai_url} for a in spec["agents"]]
+        spec["agents"] = [
+            {**a, "model": {**a["model"], "base_url": server.openai_url}} for a in spec["agents"]
+        ]
         (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
         _run(tmp_path / "spec.yaml", copy)
         assert server.requests == []  # the cache answered the unfinished questions

@@ -34,7 +34,7 @@ def test_the_ktd_spec_is_the_papers_grid_and_its_header_figures_hold(shared_data
     assert spec.modes == ["open_research"] and spec.masks == ["blinded"]
     assert [(str(w.start), str(w.end)) for w in spec.windows] == [("2024-01-01", "2026-04-10")]
     models = spec.llm_agents()
-    assert len(models) == 10 and len({a.model for a in models}) == 10
+    assert len(models) == 10 and len({a.model_config_().model for a in models}) == 10
     assert all(a.model_config_().api_key_env == "KTD_GATEWAY_KEY" for a in models)
     baselines = [a for a in spec.agents if not a.is_llm]
     assert sorted(a.baseline for a in baselines) == sorted(FACTOR_MODELS)

@@ -6,6 +6,7 @@ position and order tables, `metrics.json` (the metric panel) and `run.json` (`Ru
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 from collections.abc import Callable
@@ -63,9 +64,19 @@ def score(result: BacktestResult) -> dict[str, Any]:
 
 
 def build_rule_agent(name: str, args: dict[str, Any], rules: MarketRules) -> tuple[Agent, Spec]:
-    """A registered agent built with the market's lot size (cash takes no arguments)."""
-    full = dict(args) if name == "cash" else {"lot_size": rules.lot_size, **args}
+    """A registered agent (or an installed package's, or a `module:Class` one) built with
+    the spec's `args`, plus the market's lot size when its factory takes a `lot_size`."""
+    full = {"lot_size": rules.lot_size, **args} if _takes_lot_size(AGENTS.get(name)) else args
     return AGENTS.build(name, **full)
+
+
+def _takes_lot_size(factory: Callable[..., Any]) -> bool:
+    """Whether `factory` accepts a `lot_size` argument (by name, or any keyword)."""
+    try:
+        params = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: give it only `args`
+        return False
+    return any(p.name == "lot_size" or p.kind is p.VAR_KEYWORD for p in params)
 
 
 def run_record(
