@@ -81,8 +81,13 @@ def _daily_returns(nav: np.ndarray, start: float) -> np.ndarray:
 
 
 @pytest.fixture(scope="module")
-def rows(idle_run: Path) -> dict[str, dict[str, str]]:
-    return _panel_rows(build_report(idle_run).read_text(encoding="utf-8"))
+def page(idle_run: Path) -> str:
+    return build_report(idle_run).read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def rows(page: str) -> dict[str, dict[str, str]]:
+    return _panel_rows(page)
 
 
 def test_flags_follow_the_episode_files(rows: dict[str, dict[str, str]], idle_run: Path) -> None:
@@ -99,8 +104,11 @@ def test_flags_follow_the_episode_files(rows: dict[str, dict[str, str]], idle_ru
 
 
 def test_no_ratio_is_annualised_from_six_days(
-    rows: dict[str, dict[str, str]], idle_run: Path
+    rows: dict[str, dict[str, str]], idle_run: Path, page: str
 ) -> None:
+    matrix = page[page.index('id="mode-mask-matrix"') :]
+    assert f"<h4>mean Sharpe per day (not annualised: {DAYS} days)</h4>" in matrix
+    assert "<h4>mean Sharpe</h4>" not in matrix
     nav = pd.read_parquet(_episode(idle_run, "ew") / "steps.parquet")["nav"].to_numpy(float)
     returns = _daily_returns(nav, 1_000_000.0)
     daily = returns.mean() / returns.std(ddof=1)
