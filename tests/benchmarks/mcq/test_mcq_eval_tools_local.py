@@ -20,7 +20,7 @@ from tests.llm.test_llm_local_model import TEST_THREADS
 from tradebench.benchmarks.mcq.build.builder import BuildResult
 from tradebench.benchmarks.mcq.records import write_jsonl
 from tradebench.cli.mcq import app
-from tradebench.errors import ConfigError
+from tradebench.errors import SandboxUnavailable
 from tradebench.llm.local import LocalServer, find_bundled_model, llama_cpp_available
 from tradebench.sandbox import SandboxLimits
 from tradebench.sandbox.run import sandbox_preflight
@@ -33,7 +33,7 @@ def test_with_tools_eval_on_the_bundled_server(base_pool: BuildResult, tmp_path:
         pytest.skip("needs the local-llm extra (pip install -e '.[local-llm]'): llama-cpp-python")
     try:
         sandbox_preflight(SandboxLimits())
-    except ConfigError as exc:
+    except SandboxUnavailable as exc:
         pytest.skip(f"no confining sandbox here: {exc}")
     records = pick(base_pool, ["easy", "easy", "medium", "medium", "hard"])
     path = tmp_path / "q.jsonl"
