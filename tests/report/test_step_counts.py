@@ -64,14 +64,16 @@ def test_short_episodes_rank_against_everyone_over_their_days(
     }
     assert {r[4] for r in rows} == {str(MODEL_STEPS)}
     ew = _steps(model_run, "ew")["nav"].to_numpy()
-    assert by_agent[("ew", "n/a")][6] == f"{ew[MODEL_STEPS - 1] / 1e6 - 1:.4f}"
+    assert by_agent[("ew", "n/a")][7] == f"{ew[MODEL_STEPS - 1] / 1e6 - 1:.4f}"
     folder = next((model_run.live / "episodes").glob("benchmark_*"))
     base = json.loads((folder / "run.json").read_text())["benchmark_start"]
     close = _steps(model_run, "benchmark")["benchmark_close"].to_numpy()
     index_return = close[MODEL_STEPS - 1] / base - 1
-    assert by_agent[("benchmark index", "n/a")][6] == f"{index_return:.4f}"
-    returns = [float(r[6]) for r in rows]
-    assert returns == sorted(returns, reverse=True) and [r[0] for r in rows] == ["1", "2", "3", "4"]
+    assert by_agent[("benchmark index", "n/a")][7] == f"{index_return:.4f}"
+    returns = [float(r[7]) for r in rows]
+    # 3 days of one seed separate nobody: one shared rank, then by mean return
+    assert returns == sorted(returns, reverse=True) and [r[0] for r in rows] == ["1"] * 4
+    assert all(r[6].endswith(f"{MODEL_STEPS} days") for r in rows)
 
 
 def test_horizon_metrics_recomputed_from_the_recorded_steps(model_run: ModelRun) -> None:

@@ -19,6 +19,8 @@ from tradebench.risk import (
     project,
 )
 
+pytest.importorskip("cvxpy", reason="needs cvxpy, the mandate extra: pip install -e '.[mandate]'")
+
 SECTORS = {"A": "Tech", "B": "Tech", "C": "Energy", "D": "Energy", "E": "Utilities"}
 
 

@@ -20,6 +20,8 @@ from pydantic import ValidationError
 from tests.risk.reference import Spec, slsqp
 from tradebench.risk import Projection, RiskConstraints, is_feasible, project
 
+pytest.importorskip("cvxpy", reason="needs cvxpy, the mandate extra: pip install -e '.[mandate]'")
+
 CASES = 200
 SEED = 1337
 

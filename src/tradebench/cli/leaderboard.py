@@ -76,8 +76,58 @@ def leaderboard(
         cutoffs={**_measured(measured_horizon or []), **parse_cutoffs(cutoff or [])},
         mcq_dirs=tuple(mcq or ()),
     )
-    for path in write_leaderboard(list(run_dirs or []), out, options):
+    with console.status("reading run folders, comparing every pair of rows ..."):
+        written = write_leaderboard(list(run_dirs or []), out, options)
+    for path in written:
         console.print(f"wrote [bold]{path}[/]")
+    board = out / "leaderboard.parquet"
+    if board.exists():
+        _render_top(board, metric)
+
+
+TOP_ROWS = 5
+"""Rows printed per window: the best by rank, then by mean."""
+
+
+def _render_top(board_file: Path, metric: str) -> None:
+    """The top rows of each window of the written board: rank, the row (agent, mode,
+    mask), its seeds, the mean with its interval, and the difference from equal weight."""
+    import pandas as pd
+    from rich.table import Table
+
+    board = pd.read_parquet(board_file)
+    keys = ["benchmark", "dataset", "window_start", "window_end"]
+    for (bench, dataset, start, end), cell in board.groupby(keys, sort=True, dropna=False):
+        title = f"{bench} · {Path(str(dataset)).name} · {start} → {end} · mean {metric}"
+        table = Table("rank", "row", "seeds", "mean", "interval", "vs EW", title=title)
+        for column in table.columns:
+            column.no_wrap = column.header != "row"
+        table.columns[1].overflow = "fold"
+        for r in cell.head(TOP_ROWS).itertuples(index=False):
+            label = " · ".join(x for x in (str(r.agent), str(r.mode), str(r.mask)) if x != "n/a")
+            table.add_row(
+                "–" if pd.isna(r.rank) else str(int(r.rank)),
+                label,
+                str(int(r.seeds)),
+                _num(r.mean),
+                _interval(r.low, r.high, str(r.interval)),
+                _num(r.vs_equal_weight),
+            )
+        console.print(table)
+        if len(cell) > TOP_ROWS:
+            console.print(f"... {len(cell) - TOP_ROWS} more rows in {board_file}", highlight=False)
+
+
+def _num(value: float) -> str:
+    """A figure to four places, `–` when undefined."""
+    return "–" if value is None or value != value else f"{value:.4f}"
+
+
+def _interval(low: float, high: float, over: str) -> str:
+    """`[low, high] (over)`, `–` without an interval."""
+    if low != low or high != high:
+        return "–"
+    return f"[{low:.4f}, {high:.4f}] ({over})"
 
 
 def _measured(paths: list[Path]) -> dict:

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Annotated, get_args
 import typer
 from rich.table import Table
 
+from tradebench.cli.counting import counting_bar
+from tradebench.cli.endpoint import check_listening
 from tradebench.cli.kit import (
     REPLIES_KEPT,
     AllowUnknownPrice,
@@ -293,6 +295,16 @@ def eval_cmd(
     limit: Annotated[int | None, typer.Option(min=1, help="Only the first N questions.")] = None,
     cache_mode: Annotated[str, typer.Option(help="readwrite, replay or off.")] = "readwrite",
     report: Annotated[bool, typer.Option(help="Also write report.html.")] = True,
+    timeout_s: Annotated[
+        float,
+        typer.Option("--timeout-s", min=0.1, help="Seconds one HTTP attempt to a model may take."),
+    ] = 120.0,
+    max_attempts: Annotated[
+        int,
+        typer.Option(
+            "--max-attempts", min=1, max=100, help="HTTP attempts per request (first included)."
+        ),
+    ] = 6,
     max_tokens: MaxTokens = None,
     max_cost_usd: MaxCostUsd = None,
     price: Prices = None,
@@ -312,6 +324,7 @@ def eval_cmd(
     import shlex
 
     from tradebench.benchmarks.mcq.eval.run import EvalSpec, default_temperature, run_eval
+    from tradebench.llm.retry import RetryPolicy
 
     if mode not in ("no_tools", "with_tools", "agent"):
         raise ConfigError("--mode must be no_tools, with_tools or agent")
@@ -344,12 +357,22 @@ def eval_cmd(
         cache_mode=cache_mode,  # type: ignore[arg-type]
         budget=budget_config(max_tokens, max_cost_usd, price, allow_unknown_price),
     )
-    outcome = run_eval(path, spec, out, limit=limit, report=report)
+    fresh = not (out / "cache.sqlite").exists()  # a rerun may be answered from its cache
+    if mode != "agent" and base_url and cache_mode != "replay" and fresh:
+        check_listening(base_url)
+    retry = RetryPolicy(timeout_s=timeout_s, max_attempts=max_attempts)
+    with counting_bar("answering questions") as progress:
+        outcome = run_eval(
+            path, spec, out, limit=limit, report=report, retry=retry, progress=progress
+        )
     _render_eval(outcome)
 
 
 def _render_eval(outcome: EvalOutcome) -> None:
     table = Table("model", "slice", "accuracy", "std", "Wilson 95%", "constant", "random")
+    for column in table.columns[1:]:  # figures whole; a long model name folds instead
+        column.no_wrap = True
+    table.columns[0].overflow = "fold"
     for s in outcome.summary.models:
         for name, acc in {"all": s.overall, **s.tiers}.items():
             std = "" if acc.std is None else f"{acc.std:.3f}"

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
+from tradebench.cli.counting import counting_bar
+from tradebench.cli.endpoint import check_listening
 from tradebench.cli.kit import (
     REPLIES_KEPT,
     AllowUnknownPrice,
@@ -121,12 +123,25 @@ def run(
     bars: Annotated[
         int | None, typer.Option(min=2, help="Data attacker: match only the last N bars.")
     ] = None,
+    timeout_s: Annotated[
+        float, typer.Option("--timeout-s", min=0.1, help="LLM: seconds one HTTP attempt may take.")
+    ] = 120.0,
+    max_attempts: Annotated[
+        int,
+        typer.Option(
+            "--max-attempts",
+            min=1,
+            max=100,
+            help="LLM: HTTP attempts per request (first included).",
+        ),
+    ] = 6,
     max_tokens: MaxTokens = None,
     max_cost_usd: MaxCostUsd = None,
     price: Prices = None,
     allow_unknown_price: AllowUnknownPrice = False,
 ) -> None:
-    """Attack the probe set with one attacker; write scored Parquet results to OUT.
+    """Attack the probe set with one attacker; write scored Parquet results to OUT and
+    print the recovery rates with their 95% Wilson intervals.
 
     An LLM attacker's replies are cached in OUT/cache.sqlite; with --max-tokens or
     --max-cost-usd it stops cleanly at the cap and rerunning the same command continues.
@@ -134,7 +149,7 @@ def run(
     Example: tradebench probe run probes.jsonl --attacker openai:local
     --base-url http://127.0.0.1:8080/v1 -o probe-results
     """
-    from tradebench.probe.run import AttackConfig, run_attack
+    from tradebench.probe.run import AttackConfig, is_data_attacker, run_attack
 
     config = _config(
         AttackConfig,
@@ -146,6 +161,8 @@ def run(
         retries=retries,
         temperature=temperature,
         seed=sample_seed,
+        timeout_s=timeout_s,
+        max_attempts=max_attempts,
         cache=cache,
         cache_mode=cache_mode,
         levels=_split(levels),
@@ -155,11 +172,43 @@ def run(
         bars=bars,
         budget=budget_config(max_tokens, max_cost_usd, price, allow_unknown_price),
     )
-    outcome = run_attack(probes, out, config)
+    if not is_data_attacker(attacker) and base_url and cache_mode != "replay":
+        cached = (cache or out / "cache.sqlite").exists()
+        if not cached:  # a rerun may be answered from its cache without the server
+            check_listening(base_url)
+    with counting_bar("attacking payloads") as progress:
+        outcome = run_attack(probes, out, config, progress)
     console.print(
         f"wrote [bold]{outcome.results}[/]: {outcome.attempts} attempts, "
         f"{outcome.valid} valid, {outcome.failed} failed (excluded from rates)"
     )
+    _render_rates(outcome.results)
+
+
+def _render_rates(results: Path) -> None:
+    """The recovery rates of one results file with their intervals and random baselines."""
+    import pandas as pd
+    from rich.table import Table
+
+    from tradebench.probe.results import summarise
+
+    table = Table("level", "prices", "metric", "hits / n", "rate", "95% Wilson", "random")
+    for column in table.columns:
+        column.no_wrap = True
+    for r in summarise(pd.read_parquet(results)).itertuples():
+        if r.n == 0:
+            table.add_row(r.level, r.price_mode, r.metric, "0 / 0", "–", "–", "–")
+            continue
+        table.add_row(
+            r.level,
+            r.price_mode,
+            r.metric,
+            f"{r.successes} / {r.n}",
+            f"{r.rate:.1%}",
+            f"[{r.low:.1%}, {r.high:.1%}]",
+            f"{r.random:.1%}",
+        )
+    console.print(table)
 
 
 @app.command()

@@ -9,6 +9,7 @@ submissions get feedback and a retry; a payload without a valid submission is a 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from functools import lru_cache
 from importlib import resources
 
@@ -137,9 +138,11 @@ async def attack_all(
     items: list[tuple[Probe, Variant]],
     retries: int = 2,
     seed: int = 0,
+    on_attempt: Callable[[], None] | None = None,
 ) -> list[Attempt]:
     """Attack every (probe, variant) through the pool's model, at most the pool's
-    concurrency in flight; attempts in item order.
+    concurrency in flight; attempts in item order; `on_attempt` is called as each one
+    finishes (a progress bar).
 
     Raises:
         BudgetStop: The budget ran out; answered payloads are cached, rerun to continue.
@@ -148,6 +151,9 @@ async def attack_all(
     label = attacker_label(config, seed)
 
     async def one(item: tuple[Probe, Variant]) -> Attempt:
-        return await attack_one(model, header, *item, label, retries, seed)
+        attempt = await attack_one(model, header, *item, label, retries, seed)
+        if on_attempt is not None:
+            on_attempt()
+        return attempt
 
     return await pool.map(items, one)

@@ -10,6 +10,7 @@ same command continues it.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +24,7 @@ from tradebench.llm.cache import CacheMode
 from tradebench.llm.retry import RetryPolicy
 from tradebench.llm.types import ModelConfig
 from tradebench.probe.attempt import Attempt
-from tradebench.probe.data_attacker import SIGNALS, PriceDatabase
-from tradebench.probe.data_attacker import attack_all as attack_all_data
+from tradebench.probe.data_attacker import SIGNALS, PriceDatabase, attack_variant
 from tradebench.probe.llm_attacker import attack_all, attacker_label
 from tradebench.probe.results import score_attempts, write_results
 from tradebench.probe.store import ProbeSet, read_probe_set
@@ -56,7 +56,9 @@ class AttackConfig(BaseModel):
     concurrency: int = Field(default=4, ge=1)
     """LLM loops in flight."""
     timeout_s: float = Field(default=120.0, gt=0)
-    """Per-request timeout."""
+    """Seconds one HTTP attempt may take."""
+    max_attempts: int = Field(default=6, ge=1)
+    """HTTP attempts per request (the first included) against transient faults."""
     cache: Path | None = None
     """Response cache file (default: RESULTS_DIR/cache.sqlite)."""
     cache_mode: CacheMode = "readwrite"
@@ -109,7 +111,9 @@ def select(probe_set: ProbeSet, config: AttackConfig) -> list[tuple[Probe, Varia
     return items
 
 
-def _data_attempts(probe_set: ProbeSet, items: list, config: AttackConfig) -> list[Attempt]:
+def _data_attempts(
+    probe_set: ProbeSet, items: list, config: AttackConfig, on_attempt: Callable[[], None]
+) -> list[Attempt]:
     _, _, spec = config.attacker.partition(":")
     signals = tuple(s.strip() for s in spec.split(",") if s.strip())
     if not signals:  # `context` ignores the snapshot, so a bar cap leaves it out
@@ -119,11 +123,19 @@ def _data_attempts(probe_set: ProbeSet, items: list, config: AttackConfig) -> li
         raise ConfigError(f"unknown data-attacker signals {unknown}; choose from {list(SIGNALS)}")
     dataset = config.dataset or Path(probe_set.header.dataset)
     db = PriceDatabase.from_dataset(load_dataset(dataset))
-    return attack_all_data(db, items, signals, config.bars)
+    attempts = []
+    for probe, variant in items:
+        attempts += attack_variant(db, probe, variant, signals, config.bars)
+        on_attempt()
+    return attempts
 
 
 def _llm_attempts(
-    probe_set: ProbeSet, items: list, config: AttackConfig, out_dir: Path
+    probe_set: ProbeSet,
+    items: list,
+    config: AttackConfig,
+    out_dir: Path,
+    on_attempt: Callable[[], None],
 ) -> tuple[list[Attempt], str]:
     model_config = ModelConfig.parse(
         config.attacker,
@@ -138,19 +150,40 @@ def _llm_attempts(
         cache_path=config.cache or out_dir / CACHE_FILE,
         cache_mode=config.cache_mode,
         concurrency=config.concurrency,
-        retry=RetryPolicy(timeout_s=config.timeout_s),
+        retry=RetryPolicy(timeout_s=config.timeout_s, max_attempts=config.max_attempts),
         resume_hint=(
             "raise --max-tokens/--max-cost-usd and rerun the same command to continue "
             "(answered payloads come from the cache for free)"
         ),
     )
     with pool:
-        coro = attack_all(pool, model_config, probe_set.header, items, config.retries, config.seed)
+        coro = attack_all(
+            pool,
+            model_config,
+            probe_set.header,
+            items,
+            config.retries,
+            config.seed,
+            on_attempt,
+        )
         return asyncio.run(coro), attacker_label(model_config, config.seed)
 
 
-def run_attack(probes_path: Path, out_dir: Path, config: AttackConfig) -> RunOutcome:
+def is_data_attacker(attacker: str) -> bool:
+    """Whether `attacker` names the data attacker (`data` or `data:<signals>`)."""
+    return attacker == "data" or attacker.startswith("data:")
+
+
+def run_attack(
+    probes_path: Path,
+    out_dir: Path,
+    config: AttackConfig,
+    progress: Callable[[int, int], None] | None = None,
+) -> RunOutcome:
     """Attack the probe set, score every attempt and write the results folder.
+
+    `progress(done, total)` is called with 0 before the first payload and after each
+    payload attacked (a progress bar); `total` counts the payloads selected.
 
     Raises:
         ConfigError: Bad attacker spec, no matching payloads, or a missing dataset.
@@ -158,12 +191,21 @@ def run_attack(probes_path: Path, out_dir: Path, config: AttackConfig) -> RunOut
     """
     probe_set = read_probe_set(probes_path)
     items = select(probe_set, config)
-    is_data = config.attacker == "data" or config.attacker.startswith("data:")
-    if is_data:
+    done = 0
+
+    def on_attempt() -> None:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(done, len(items))
+
+    if progress is not None:
+        progress(0, len(items))
+    if is_data_attacker(config.attacker):
         label = config.attacker + (f"@{config.bars}" if config.bars else "")
-        attempts = _data_attempts(probe_set, items, config)
+        attempts = _data_attempts(probe_set, items, config, on_attempt)
     else:
-        attempts, label = _llm_attempts(probe_set, items, config, Path(out_dir))
+        attempts, label = _llm_attempts(probe_set, items, config, Path(out_dir), on_attempt)
     rows = score_attempts(probe_set, attempts)
     meta = _meta(probes_path, probe_set, config, label, rows)
     path = write_results(Path(out_dir), label, rows, meta)

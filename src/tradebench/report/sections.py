@@ -22,6 +22,14 @@ from tradebench.report.gap_section import memory_gap_section
 from tradebench.report.horizons import Horizon, full_length, horizons, short_episodes
 from tradebench.report.html import Section, esc, figure_html, fmt, mean_std, note, table
 from tradebench.report.load import RunData
+from tradebench.report.ranking import (
+    ANNUAL_FACTORS,
+    MIN_ANNUALISED_DAYS,
+    RANK_METRIC,
+    days_flag,
+    interval_text,
+    rank_panel,
+)
 from tradebench.runs.summary import METRIC_COLUMNS, NOT_APPLICABLE, ordered
 
 
@@ -130,15 +138,28 @@ def equity_section(run: RunData, options: ReportOptions) -> Section:
 
 
 def _panel_table(run: RunData, summary: pd.DataFrame) -> str:
-    """The metric panel of `summary` as a table: the group, its decision days, `n` and
-    every metric as mean ± std, the index row highlighted."""
-    panel = tables.metric_panel(summary)
+    """The metric panel of `summary` as a table: the significance rank, the group, its
+    decision days, `n`, its flags, every metric as mean ± std (annualised ones per day
+    where the row ran too few days) and the interval of the mean total return, the index
+    row highlighted (`report.ranking`)."""
+    panel = rank_panel(run, summary, tables.metric_panel(summary))
     shown = panel[["rank", "agent", "mode", "mask"]].copy()
     shown["steps"] = tables.panel_steps(summary, panel)
     shown["n"] = panel["n"]
+    shown["flags"] = panel["flags"]
     for m in METRIC_COLUMNS:
         pairs = zip(panel[f"{m}_mean"], panel[f"{m}_std"], strict=True)
         shown[m] = [mean_std(a, b) for a, b in pairs]
+        if m in ANNUAL_FACTORS:
+            shown[m] = [
+                f"{t} per day" if d and t != "–" else t
+                for t, d in zip(shown[m], panel["per_day"], strict=True)
+            ]
+        if m == RANK_METRIC:
+            shown["interval"] = [
+                interval_text(lo, hi, kind)
+                for lo, hi, kind in zip(panel["low"], panel["high"], panel["interval"], strict=True)
+            ]
     rows = ["benchmark" if b else "" for b in panel["is_benchmark"]]
     greedy = set(tables.greedy_seed_agents(run))
     if greedy:
@@ -146,8 +167,20 @@ def _panel_table(run: RunData, summary: pd.DataFrame) -> str:
             f"{n} (T=0)" if a in greedy and k == "llm" else str(n)
             for a, k, n in zip(panel["agent"], panel["kind"], panel["n"], strict=True)
         ]
-    classes = dict.fromkeys((*METRIC_COLUMNS, "n", "steps"), "num")
-    return table(shown, classes=classes, row_classes=rows)
+    classes = dict.fromkeys((*METRIC_COLUMNS, "n", "steps", "interval"), "num")
+    return table(shown, classes=classes, row_classes=rows) + _per_day_note(panel)
+
+
+def _per_day_note(panel: pd.DataFrame) -> str:
+    """The note under a panel whose rows show annualised metrics per day."""
+    if not panel["per_day"].astype(bool).any():
+        return ""
+    names = ", ".join(ANNUAL_FACTORS)
+    return note(
+        f"per day: rows behind fewer than {MIN_ANNUALISED_DAYS} decision days show {names} "
+        "as daily figures, not annualised (Sharpe and IR ÷ √252, turnover ÷ 252): scaled "
+        "up from a few days to a year they would read as results they are not."
+    )
 
 
 def _labels(rows: pd.DataFrame) -> str:
@@ -183,9 +216,14 @@ def panel_section(run: RunData, options: ReportOptions) -> Section:
     if run.done().empty:
         return Section("Metric panel", note("No finished episodes yet."))
     intro = note(
-        "Mean across finished episodes (seeds and windows) ± sample std; sorted by mean "
-        "total return, so the highlighted benchmark index sits at its return-implied rank. "
-        "steps: the decision days behind each row."
+        "Mean across finished episodes (seeds and windows) ± sample std. rank: 1 + the "
+        "rows whose total return is significantly higher (paired comparisons over seeds, "
+        "else over the same days, Holm-adjusted at 5%, as on the leaderboard), so rows the "
+        "data cannot separate share a rank; the highlighted benchmark index is ranked the "
+        "same way. interval: the 95% interval of the mean total return (over seeds, else "
+        "over days; – for none). flags: no trades (no order filled), all fallbacks (the "
+        f"model fell back on every step), one seed, N days (under {MIN_ANNUALISED_DAYS} "
+        "decision days). steps: the decision days behind each row."
     ) + _greedy_note(set(tables.greedy_seed_agents(run)))
     extra = horizons(run)
     if not extra:
@@ -227,7 +265,7 @@ def matrix_section(run: RunData, options: ReportOptions) -> Section:
             "mean total return": tables.mode_mask_matrix(
                 run.summary, agent, "total_return", modes=modes
             ),
-            "mean Sharpe": tables.mode_mask_matrix(run.summary, agent, "sharpe", modes=modes),
+            **_sharpe_matrix(run, agent, modes),
         }
         counts = tables.mode_mask_matrix(
             run.summary, agent, "total_return", how="count", modes=modes
@@ -240,6 +278,18 @@ def matrix_section(run: RunData, options: ReportOptions) -> Section:
             parts.append(f"<h4>{esc(name)}</h4>" + table(matrix, index=True))
         parts.append(figure_html(figures.mode_mask_heatmaps(means, agent), f"matrix {agent}"))
     return Section("Mode × mask matrix", "".join(parts))
+
+
+def _sharpe_matrix(run: RunData, agent: str, modes: list[str]) -> dict[str, pd.DataFrame]:
+    """The agent's mean Sharpe per cell: annualised, or per day (÷ √252) when any of its
+    finished episodes ran fewer than `MIN_ANNUALISED_DAYS` decision days."""
+    sharpe = tables.mode_mask_matrix(run.summary, agent, "sharpe", modes=modes)
+    done = run.done()
+    days = done.loc[(done["kind"] == "llm") & (done["agent"] == agent), "n_steps"]
+    if len(days) and int(days.min()) < MIN_ANNUALISED_DAYS:
+        title = f"mean Sharpe per day (not annualised: {days_flag(int(days.min()))})"
+        return {title: sharpe / ANNUAL_FACTORS["sharpe"]}
+    return {"mean Sharpe": sharpe}
 
 
 def _cell_days_note(run: RunData, agent: str) -> str:

@@ -14,12 +14,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from types import ModuleType
 
-import cvxpy as cp
 import numpy as np
 
-from tradebench.errors import MandateError
+from tradebench.errors import ConfigError, MandateError
 
+CVXPY_HINT = (
+    "the mandate benchmark's projection solves with cvxpy: pip install 'tradebench[mandate]'"
+)
+"""The one line a missing cvxpy becomes."""
 SOLVER = "CLARABEL"
 SOLVER_OPTIONS: dict[str, float | int] = {
     "tol_gap_abs": 1e-10,
@@ -114,7 +118,22 @@ def solve(problem: Convex, tol: float) -> np.ndarray:
     )
 
 
+def import_cvxpy() -> ModuleType:
+    """cvxpy, imported on first use (it is the `mandate` extra's, about 200 MB with its
+    solvers, not the core install's).
+
+    Raises:
+        ConfigError: cvxpy is not installed (`CVXPY_HINT`).
+    """
+    try:
+        import cvxpy
+    except ImportError as exc:
+        raise ConfigError(CVXPY_HINT) from exc
+    return cvxpy
+
+
 def _cvxpy(problem: Convex) -> np.ndarray:
+    cp = import_cvxpy()
     n = len(problem.p)
     x = cp.Variable(n)
     a = cp.abs(x) if problem.signed else x

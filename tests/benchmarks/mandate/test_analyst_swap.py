@@ -25,6 +25,8 @@ from tradebench.risk import compile_mandate
 from tradebench.risk.compile_llm import TOOL_NAME as COMPILE_TOOL
 from tradebench.view import MarketView
 
+pytest.importorskip("cvxpy", reason="needs cvxpy, the mandate extra: pip install -e '.[mandate]'")
+
 LIKED = ("COIN", "NFLX", "KO", "PG", "JNJ", "WMT")
 """Names the scripted analyst scores +0.9 whenever it is asked about them."""
 WINDOW = "20250602-20250804"

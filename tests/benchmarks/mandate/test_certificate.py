@@ -32,6 +32,8 @@ from tradebench.errors import ConfigError
 from tradebench.llm.loopback import LoopbackServer
 from tradebench.view import MarketView
 
+pytest.importorskip("cvxpy", reason="needs cvxpy, the mandate extra: pip install -e '.[mandate]'")
+
 WINDOW = "20250602-20250804"
 PLANT_DAY = "2025-06-03"
 NEWS_ID = "planted-news-coin"

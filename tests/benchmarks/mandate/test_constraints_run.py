@@ -20,6 +20,8 @@ from tradebench.benchmarks.mandate.pool import draw_pool, sector_map
 from tradebench.data.dataset import load_dataset
 from tradebench.llm.loopback import LoopbackServer, Reply
 
+pytest.importorskip("cvxpy", reason="needs cvxpy, the mandate extra: pip install -e '.[mandate]'")
+
 TOOL = "propose_weights"
 FIRST = "2025-06-02"
 EPISODE = "llm_daily_k10_s0_20250602-20250804"

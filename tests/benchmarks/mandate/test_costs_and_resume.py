@@ -17,6 +17,8 @@ from tradebench.market.orders import Order
 from tradebench.market.rules import MarketRules
 from tradebench.runs.broker.engine import day_quotes
 
+pytest.importorskip("cvxpy", reason="needs cvxpy, the mandate extra: pip install -e '.[mandate]'")
+
 ARTEFACTS = ("cost_curve", "adherence", "pnl_by_name", "loo_spread", "spread_bootstrap")
 TABLES = ("steps", "positions", "orders", "ew_reference", *ARTEFACTS)
 

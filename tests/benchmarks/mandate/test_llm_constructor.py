@@ -6,11 +6,14 @@ import json
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from tests.benchmarks.mandate.conftest import example_spec, run
 from tradebench.llm.loopback import LoopbackServer, Reply
 from tradebench.risk import compile_mandate, is_feasible
 from tradebench.runs.trace import trace_bytes
+
+pytest.importorskip("cvxpy", reason="needs cvxpy, the mandate extra: pip install -e '.[mandate]'")
 
 TOOL = "propose_weights"
 POOL = ["AMZN", "COIN", "MSFT", "NFLX", "TSLA"]

@@ -18,6 +18,8 @@ from tradebench.benchmarks.mandate.pool import draw_pool
 from tradebench.cli import app
 from tradebench.data.dataset import load_dataset
 
+pytest.importorskip("cvxpy", reason="needs cvxpy, the mandate extra: pip install -e '.[mandate]'")
+
 EVIDENCE = {"AMZN", "COIN", "MSFT", "NFLX", "TSLA"}
 
 

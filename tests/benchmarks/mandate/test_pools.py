@@ -26,6 +26,8 @@ from tradebench.errors import ConfigError
 from tradebench.risk import compile_mandate, is_feasible, project
 from tradebench.view import MarketView
 
+pytest.importorskip("cvxpy", reason="needs cvxpy, the mandate extra: pip install -e '.[mandate]'")
+
 FIRST = "2025-06-02"
 SEEDS = range(20)
 

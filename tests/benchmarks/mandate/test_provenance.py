@@ -21,6 +21,8 @@ from tradebench.data.clock import decision_time
 from tradebench.data.dataset import load_dataset
 from tradebench.data.importers.records import RecordsImport, import_records
 
+pytest.importorskip("cvxpy", reason="needs cvxpy, the mandate extra: pip install -e '.[mandate]'")
+
 PLANT_DAY = "2025-06-03"
 GATE_DAY = "2025-06-04"
 REPORT = "Coinbase reported revenue of $1.5 billion and the shares rose 9% after hours"

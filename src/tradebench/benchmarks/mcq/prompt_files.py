@@ -19,6 +19,7 @@ PROMPT_NAMES = (
     "solver_no_tools",
     "solver_no_tools_reasoning",
     "solver_with_tools",
+    "solver_text_tools",
     "solver_agent",
     "question",
     "mine_generator_system",

@@ -18,7 +18,7 @@ import asyncio
 import hashlib
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -305,18 +305,40 @@ def _row(model: ChatModel, mode: str, run: int, record: MCQRecord, result: Solve
     )
 
 
+Progress = Callable[[int, int], None]
+"""`progress(done, total)`: questions answered so far (x runs x models) of all of them."""
+
+
+def _ticker(progress: Progress | None, total: int) -> Callable[[], None]:
+    """A callback that counts one more answered question and reports it to `progress`."""
+    done = 0
+    if progress is not None:
+        progress(0, total)
+
+    def tick() -> None:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(done, total)
+
+    return tick
+
+
 async def evaluate(
     records: Sequence[MCQRecord],
     spec: EvalSpec,
     pool: ModelPool,
     files: Sequence[dict[str, bytes]],
+    progress: Progress | None = None,
 ) -> list[EvalRow]:
-    """Solve every question once per run with every model; rows in (model, run, question).
+    """Solve every question once per run with every model; rows in (model, run, question);
+    `progress(done, total)` after each answer.
 
     Raises:
         BudgetStop: The budget ran out; answered questions are cached, rerun to continue.
     """
     solver, _ = spec.solver()
+    tick = _ticker(progress, len(records) * spec.runs * len(spec.models))
     rows: list[EvalRow] = []
     for config in spec.models:
         model = pool.model(config)
@@ -324,6 +346,7 @@ async def evaluate(
 
             async def one(i: int, model: ChatModel = model, run: int = run) -> EvalRow:
                 result = await solver(model, posed(records[i], files[i]), run)
+                tick()
                 return _row(model, spec.mode, run, records[i], result)
 
             rows += await pool.map(range(len(records)), one)
@@ -334,14 +357,18 @@ async def evaluate_agent(
     records: Sequence[MCQRecord],
     spec: EvalSpec,
     files: Sequence[dict[str, bytes]],
+    progress: Progress | None = None,
 ) -> list[EvalRow]:
-    """Each question once per run through the external agent, `concurrency` at a time."""
+    """Each question once per run through the external agent, `concurrency` at a time;
+    `progress(done, total)` after each answer."""
     agent = spec.agent_backend()
     gate = asyncio.Semaphore(spec.concurrency)
+    tick = _ticker(progress, len(records) * spec.runs)
 
     async def one(i: int, run: int) -> EvalRow:
         async with gate:
             result = await asyncio.to_thread(agent.solve, posed(records[i], files[i]))
+        tick()
         return _agent_row(agent, run, records[i], result)
 
     rows: list[EvalRow] = []
@@ -413,8 +440,10 @@ def run_eval(
     limit: int | None = None,
     retry: RetryPolicy | None = None,
     report: bool = True,
+    progress: Progress | None = None,
 ) -> EvalOutcome:
-    """Evaluate a question file and write results, summary and (optionally) the report.
+    """Evaluate a question file and write results, summary and (optionally) the report;
+    `progress(done, total)` after each answered question (a progress bar).
 
     Raises:
         DataError: The question file or the bars it references are missing or changed.
@@ -434,13 +463,13 @@ def run_eval(
     out_dir.mkdir(parents=True, exist_ok=True)
     files = question_files(records, spec.mode)
     if spec.mode == "agent":
-        rows = asyncio.run(evaluate_agent(records, spec, files))
+        rows = asyncio.run(evaluate_agent(records, spec, files, progress))
         agent = spec.agent_backend()
         args = {"name": agent.name, "argv": list(agent.argv), "confined": agent.confined}
         solver_spec = Spec("agent_command", {**args, "timeout_s": agent.timeout_s})
     else:
         with model_pool(spec, out_dir, retry) as pool:
-            rows = asyncio.run(evaluate(records, spec, pool, files))
+            rows = asyncio.run(evaluate(records, spec, pool, files, progress))
         _, solver_spec = spec.solver()
     results = out_dir / RESULTS_FILE
     write_results(rows, results)

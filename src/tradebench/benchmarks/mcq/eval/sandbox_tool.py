@@ -31,19 +31,26 @@ MAX_STDOUT_CHARS = 6_000
 MAX_STDERR_CHARS = 3_000
 _WORKDIR = re.compile(r"(?:/[^\s\"':]*)?/tb-sandbox-[A-Za-z0-9_]+")
 
+MAX_PACKAGE_CHARS = 200
+"""Longest pip requirement string accepted."""
+
+# The schemas carry no length bounds: a grammar-based server (llama.cpp) compiles a
+# `maxLength` of thousands into a grammar it refuses, and crashed on this one. The tools
+# check the lengths themselves and answer an over-long argument with an error the model
+# reads (`check_lengths`).
 SPEC = ToolSpec(
     name=TOOL_NAME,
     description=(
         "Run a complete Python 3 program as main.py in the question's working directory; "
         "returns its exit code, stdout and stderr. Files written there persist for later "
-        "calls; variables do not. numpy, pandas and backtrader are installed; no network."
+        "calls; variables do not. numpy, pandas and backtrader are installed; no network. "
+        f"At most {MAX_CODE_CHARS:,} characters of code."
     ),
     parameters={
         "type": "object",
         "properties": {
             "code": {
                 "type": "string",
-                "maxLength": MAX_CODE_CHARS,
                 "description": "The program; print what you want to see.",
             }
         },
@@ -65,7 +72,7 @@ PIP_SPEC = ToolSpec(
         "properties": {
             "packages": {
                 "type": "array",
-                "items": {"type": "string", "minLength": 1, "maxLength": 200},
+                "items": {"type": "string", "minLength": 1},
                 "minItems": 1,
                 "maxItems": 20,
             }
@@ -74,6 +81,26 @@ PIP_SPEC = ToolSpec(
         "additionalProperties": False,
     },
 )
+
+
+def check_lengths(name: str, arguments: dict[str, Any]) -> None:
+    """Refuse an over-long argument of `run_python` or `pip_install` (the bounds the
+    schemas leave out).
+
+    Raises:
+        ToolError: The code or a requirement string is too long.
+    """
+    if name == TOOL_NAME and len(arguments.get("code") or "") > MAX_CODE_CHARS:
+        raise ToolError(
+            f"code is {len(arguments['code']):,} characters; at most {MAX_CODE_CHARS:,}: "
+            "send a shorter program (write helpers to files in one call, run them in the next)"
+        )
+    if name == PIP_TOOL_NAME:
+        long = [p for p in arguments.get("packages") or [] if len(p) > MAX_PACKAGE_CHARS]
+        if long:
+            raise ToolError(
+                f"requirement strings over {MAX_PACKAGE_CHARS} characters: {long[0][:40]}..."
+            )
 
 
 def limits_for(timeout_s: float, allow_weak: bool = False) -> SandboxLimits:
@@ -123,12 +150,14 @@ def workspace_tools(workspace: Workspace, packages: bool) -> list[Tool]:
     workspace has a wheel directory (`packages`). A spent budget is an error the model sees."""
 
     async def run(arguments: dict[str, Any]) -> dict[str, Any]:
+        check_lengths(TOOL_NAME, arguments)
         try:
             return tool_result(await asyncio.to_thread(workspace.run, arguments["code"]))
         except BudgetExhausted as exc:
             raise ToolError(str(exc)) from None
 
     async def install(arguments: dict[str, Any]) -> dict[str, Any]:
+        check_lengths(PIP_TOOL_NAME, arguments)
         try:
             result = await asyncio.to_thread(workspace.install, arguments["packages"])
         except (BudgetExhausted, ValueError) as exc:

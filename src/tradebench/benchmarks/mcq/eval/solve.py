@@ -18,6 +18,7 @@ Evaluation and mining (both solver stages) use these same solvers.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -29,8 +30,9 @@ from tradebench.agents.tool_loop import LoopConfig, run_tool_loop
 from tradebench.agents.tools import SubmitTool
 from tradebench.benchmarks.mcq.eval.parse import parse_letter
 from tradebench.benchmarks.mcq.eval.sandbox_tool import limits_for, workspace_tools
+from tradebench.benchmarks.mcq.eval.text_tools import TextOutcome, refuses_tools, solve_as_text
 from tradebench.benchmarks.mcq.prompt_files import render
-from tradebench.errors import ConfigError
+from tradebench.errors import ConfigError, ProviderError
 from tradebench.llm.base import ChatModel
 from tradebench.llm.redact import Redactor
 from tradebench.llm.types import Message, Usage
@@ -200,14 +202,33 @@ class WithToolsSolver:
             packages=PACKAGES_NOTE if self.wheels else "",
         )
         with Workspace(posed.files, self.limits, budget, self.wheels) as workspace:
-            result = await run_tool_loop(
-                model,
-                system=system,
-                user=user_message(posed),
-                tools=workspace_tools(workspace, packages=self.wheels is not None),
-                submit=ANSWER_TOOL,
-                config=config,
-            )
+            try:
+                result = await run_tool_loop(
+                    model,
+                    system=system,
+                    user=user_message(posed),
+                    tools=workspace_tools(workspace, packages=self.wheels is not None),
+                    submit=ANSWER_TOOL,
+                    config=config,
+                )
+            except ProviderError as exc:
+                if not refuses_tools(exc):
+                    raise
+                logging.getLogger("tradebench.mcq").warning(
+                    "%s refused tool schemas (%s); question %s answered over plain text",
+                    model.config.label,
+                    exc,
+                    posed.id,
+                )
+                text = await solve_as_text(
+                    model,
+                    _files_text(posed.files),
+                    user_message(posed),
+                    workspace,
+                    sample_index,
+                    self.max_tool_calls,
+                )
+                return _text_result(text)
         letter = result.action.letter if result.action is not None else None
         answers = [c for c in result.tool_calls if c.name == SUBMIT_NAME]
         last_text = next(
@@ -225,6 +246,22 @@ class WithToolsSolver:
             tool_calls=result.research_calls,
             transcript=_transcript(result.messages[2:]),
         )
+
+
+def _text_result(text: TextOutcome) -> SolveResult:
+    """A text-protocol exchange as a solver result (`tool_calls`: programs run)."""
+    return SolveResult(
+        letter=text.letter,
+        parsed=text.letter is not None,
+        refused_tool_call=False,
+        parse_error=None if text.letter is not None else UNPARSEABLE,
+        raw_reply=Redactor.from_env().text(text.last_reply),
+        usage=text.usage,
+        latency_s=text.latency_s,
+        model_calls=text.model_calls,
+        tool_calls=text.runs,
+        transcript=_transcript(text.messages),
+    )
 
 
 @SOLVERS.register("no_tools")
