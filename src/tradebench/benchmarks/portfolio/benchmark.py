@@ -27,11 +27,12 @@ from tradebench.market.rules import MarketRules
 from tradebench.registry import Spec
 from tradebench.runs.broker.backtest import build_rule_agent, run_record, score
 from tradebench.runs.broker.engine import BacktestResult, benchmark_result, run_backtest, trading_days
+from tradebench.runs.axes import choice_axis, mask_axis
 from tradebench.runs.protocol import EpisodeContext, EpisodeRef
 from tradebench.runs.records import EpisodeRecord
 from tradebench.runs.spec import RunSpec, Window
 from tradebench.runs.broker.store import write_run
-from tradebench.runs.summary import default_metrics
+from tradebench.runs.summary import BROKER_COLUMNS, broker_columns
 
 NAME = "portfolio"
 log = logging.getLogger("tradebench.runs")
@@ -113,20 +114,21 @@ class PortfolioBenchmark:
 
     name = NAME
     options_model = PortfolioOptions
-    modes = MODES
+    axes = (choice_axis("modes", MODES), mask_axis())
+    """The three information modes and every mask level (the table's default levels when
+    the spec omits `masks`)."""
+    summary_columns = (*BROKER_COLUMNS, "price_mode")
+    broker_files = True
     report_sections = ()
-    """The generic broker-run sections of `tradebench report` cover this benchmark."""
+    """The broker sections of `tradebench report` cover this benchmark."""
 
     def expand(
         self, spec: RunSpec, options: PortfolioOptions, dataset: Dataset
     ) -> list[EpisodeRef]:
-        """The grid over the spec's modes (all three unless it names some)."""
+        """The grid over the resolved spec's modes and masks (`axes`)."""
         if not spec.windows:
             raise ConfigError("the portfolio benchmark needs at least one entry in `windows`")
-        modes = list(spec.modes) or list(MODES)
-        unknown = sorted(set(modes) - set(MODES))
-        if unknown:
-            raise ConfigError(f"unknown modes {unknown}; the portfolio modes are {list(MODES)}")
+        modes = list(spec.modes)
         for window in spec.windows:
             warn_if_cut(dataset, window)
         rules = MarketRules.for_market(dataset.market, initial_cash=options.initial_cash)
@@ -137,7 +139,7 @@ class PortfolioBenchmark:
 
     def summary_row(self, record: EpisodeRecord, folder: Any) -> dict[str, Any]:
         """The metric panel's columns, plus the price mode a model episode ran under."""
-        return default_metrics(record, folder) | {"price_mode": record.extras.get("price_mode")}
+        return broker_columns(record, folder) | {"price_mode": record.extras.get("price_mode")}
 
     async def run_episode(self, ref: EpisodeRef, ctx: EpisodeContext) -> EpisodeRecord:
         """Simulate the episode through the broker (resuming its journal) and write it."""
