@@ -35,7 +35,6 @@ from pydantic import AfterValidator
 from tradebench.errors import ToolError
 
 
-
 @dataclass(frozen=True)
 class MaskLevelRow:
     """One mask level: its name and what it hides from the agent."""

@@ -16,7 +16,9 @@ from typer.testing import CliRunner
 
 import tests.runs.test_toy_benchmark  # noqa: F401  (registers the toy benchmark)
 from tradebench.cli import app
-from tradebench.masking import MASK_TABLE, MaskLevelRow
+from tradebench.data.dataset import load_dataset
+from tradebench.runs.executor import resolve_dataset
+from tradebench.runs.guard import GUARD_FILE, manifest_sha256
 
 runner = CliRunner()
 BEFORE = Path(__file__).parent / "data" / "before_axes"
@@ -60,7 +62,7 @@ def _error_lines(output: str) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    ("benchmark", "axes", "expected"),
+    ("name", "axes", "expected"),
     [
         (
             "portfolio",
@@ -83,9 +85,9 @@ def _error_lines(output: str) -> list[str]:
     ],
 )
 def test_an_undeclared_value_is_one_error_line(
-    synth_dataset_dir: Path, tmp_path: Path, benchmark: str, axes: dict, expected: str
+    synth_dataset_dir: Path, tmp_path: Path, name: str, axes: dict, expected: str
 ) -> None:
-    build = _portfolio if benchmark == "portfolio" else _toy
+    build = _portfolio if name == "portfolio" else _toy
     spec = _write(tmp_path, build(str(synth_dataset_dir), **axes))
     result = runner.invoke(app, ["run", str(spec), "-o", str(tmp_path / "run")])
     assert result.exit_code != 0
@@ -109,21 +111,6 @@ def test_omitted_axes_are_recorded_as_what_ran(synth_dataset_dir: Path, tmp_path
             assert written["modes"] == [] and written["masks"] == []
 
 
-@pytest.fixture
-def fifth_level(monkeypatch: pytest.MonkeyPatch) -> MaskLevelRow:
-    """A fifth mask level, one row added to the table: aliases, real dates, raw prices."""
-    row = MaskLevelRow(
-        name="alias_raw",
-        hides_stocks=True,
-        hides_dates=False,
-        rebases_prices=False,
-        in_default_grid=False,
-        description="aliases, real dates, raw prices",
-    )
-    monkeypatch.setitem(MASK_TABLE, row.name, row)
-    return row
-
-
 def _unfinish(folder: Path) -> None:
     """Leave a finished episode as a kill after its first step would."""
     lines = (folder / "progress.jsonl").read_text().splitlines(keepends=True)
@@ -134,6 +121,16 @@ def _unfinish(folder: Path) -> None:
     (folder / "episode.json").write_text(json.dumps({**meta, "status": "running"}))
 
 
+def _sign_regenerated_data(out: Path, dataset: str) -> None:
+    """Generate the folder's synthetic data again and record its manifest in `guard.json`:
+    the parquet bytes (so the manifest's checksums) depend on the writer's version, and
+    this test is about the spec, not the data."""
+    manifest = load_dataset(resolve_dataset(dataset, out)).manifest
+    guard = json.loads((out / GUARD_FILE).read_text())
+    guard["dataset_manifest_sha256"] = manifest_sha256(manifest)
+    (out / GUARD_FILE).write_text(json.dumps(guard))
+
+
 def _resume_before_axes(tmp_path: Path, name: str, episode: str) -> pd.DataFrame:
     """Copy a folder written before axes were declared, unfinish one episode, rerun its
     own spec into it; the summary after the rerun."""
@@ -142,7 +139,9 @@ def _resume_before_axes(tmp_path: Path, name: str, episode: str) -> pd.DataFrame
     recorded = yaml.safe_load((out / "spec.yaml").read_text())
     assert recorded["masks"] == SHIPPED_MASKS  # the old default, recorded whatever ran
     _unfinish(out / "episodes" / episode)
-    spec = _write(tmp_path, yaml.safe_load((BEFORE / f"{name}.yaml").read_text()))
+    raw = yaml.safe_load((BEFORE / f"{name}.yaml").read_text())
+    _sign_regenerated_data(out, raw["dataset"])
+    spec = _write(tmp_path, raw)
     result = runner.invoke(app, ["run", str(spec), "-o", str(out)])
     assert result.exit_code == 0, result.output
     return pd.read_parquet(out / "summary.parquet").set_index("episode_id")

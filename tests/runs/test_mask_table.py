@@ -14,7 +14,6 @@ import yaml
 from typer.testing import CliRunner
 
 from tests.benchmarks.portfolio.conftest import spec_dict, trader
-from tests.runs.test_axes import fifth_level  # noqa: F401  (the fixture)
 from tradebench.cli import app
 from tradebench.data.dataset import load_dataset
 from tradebench.llm.loopback import LoopbackServer

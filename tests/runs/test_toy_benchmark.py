@@ -24,8 +24,8 @@ from tradebench.llm.types import Message
 from tradebench.report.html import Section, table
 from tradebench.runs.broker.engine import trading_days
 from tradebench.runs.protocol import EpisodeRef
-from tradebench.runs.summary import summarise_episodes
 from tradebench.runs.store import write_json
+from tradebench.runs.summary import summarise_episodes
 from tradebench.view import MarketView
 
 
@@ -139,7 +139,9 @@ def test_toy_benchmark_runs_resumes_and_reports(synth_dataset_dir: Path, tmp_pat
     assert titles == ["Run overview", "Episodes", "Toy hit rates"]
     assert "No finished episodes yet" not in page and "Not recorded" not in page
     assert "4 of 4 episode(s) finished" in page
-    rows = re.findall(r"<tr><td>(up|m)</td>.*?</tr>", page, re.S)
-    assert len(rows) == 4
-    steps = re.findall(r'<td class="num">(\d+)</td></tr>', page.split("Toy hit rates")[0])
-    assert steps == ["6", "6", "6", "6"]
+    episodes = re.search(r'<section id="episodes">(.*?)</section>', page, re.S)
+    assert episodes is not None
+    rows = re.findall(
+        r"<tr><td>(m|up)</td>.*?<td>done</td><td class=\"num\">(\d+)</td></tr>", episodes.group(1)
+    )
+    assert rows == [("m", "6"), ("m", "6"), ("up", "6"), ("up", "6")]

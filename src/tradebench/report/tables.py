@@ -21,10 +21,10 @@ from tradebench.report.load import ORDER_COLUMNS, RunData
 from tradebench.runs.guard import AGENT_TRANSPORT_KEYS, TRANSPORT_KEYS
 from tradebench.runs.summary import (
     FAULT_TOTAL_COLUMNS,
-    mask_order,
     METRIC_COLUMNS,
     NOT_APPLICABLE,
     STATUSES,
+    mask_order,
     ordered,
 )
 

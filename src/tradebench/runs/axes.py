@@ -41,17 +41,13 @@ class Axis:
         return tuple(self.default())
 
 
-def choice_axis(
-    key: AxisKey, values: Sequence[str], default: Sequence[str] | None = None
-) -> Axis:
+def choice_axis(key: AxisKey, values: Sequence[str], default: Sequence[str] | None = None) -> Axis:
     """An axis over a fixed list of values; by default every value runs."""
     fixed, chosen = tuple(values), tuple(values if default is None else default)
     return Axis(key, lambda: fixed, lambda: chosen)
 
 
-def mask_axis(
-    levels: Sequence[str] | None = None, default: Sequence[str] | None = None
-) -> Axis:
+def mask_axis(levels: Sequence[str] | None = None, default: Sequence[str] | None = None) -> Axis:
     """The `masks` axis: `levels` (None: every level of the mask table, rows added later
     included) and `default` (None: the table's default-grid levels among them)."""
 

@@ -24,6 +24,7 @@ from tradebench.errors import ConfigError, DataError
 from tradebench.files import write_parquet_atomic
 from tradebench.masking import mask_levels
 from tradebench.metrics.reliability import FAULT_COLUMNS, FAULT_COUNT_COLUMNS
+from tradebench.runs.journal import completed_steps
 from tradebench.runs.records import (
     DEFAULT_INITIAL_CASH,
     EPISODES_DIR,
@@ -37,7 +38,6 @@ from tradebench.runs.records import (
     EpisodeRecord,
     infer_kind,
 )
-from tradebench.runs.journal import completed_steps
 from tradebench.runs.store import read_episode_record, read_json, read_parquet, read_run_record
 
 METRIC_COLUMNS = (
@@ -210,10 +210,11 @@ default_metrics = broker_columns
 
 
 def step_count(record: EpisodeRecord | None, folder: Path) -> int:
-    """Steps an episode completed: its record's count, else its journal's completed steps
-    (a running episode), else the rows of `steps.parquet` (folders written before records
-    counted steps, and `tradebench backtest` folders, which keep no journal)."""
-    if record is not None and record.n_steps is not None:
+    """Steps an episode completed: a finished episode's record's count, else its journal's
+    completed steps (a running or killed episode), else the rows of `steps.parquet`
+    (folders written before records counted steps, and `tradebench backtest` folders,
+    which keep no journal)."""
+    if record is not None and record.status == "done" and record.n_steps is not None:
         return int(record.n_steps)
     journal = completed_steps(folder)
     if journal or not (folder / STEPS_FILE).exists():

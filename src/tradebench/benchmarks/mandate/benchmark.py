@@ -44,13 +44,13 @@ from tradebench.llm.types import Usage
 from tradebench.market.rules import MarketRules
 from tradebench.registry import Spec
 from tradebench.risk import RiskConstraints
+from tradebench.runs.axes import choice_axis
 from tradebench.runs.broker.backtest import run_record, score
 from tradebench.runs.broker.engine import BacktestResult, trading_days
-from tradebench.runs.axes import choice_axis
+from tradebench.runs.broker.store import write_run
 from tradebench.runs.protocol import EpisodeContext, EpisodeRef
 from tradebench.runs.records import EpisodeRecord
 from tradebench.runs.spec import AgentEntry, RunSpec, Window
-from tradebench.runs.broker.store import write_run
 from tradebench.runs.summary import BROKER_COLUMNS, broker_columns
 from tradebench.view import MarketView
 

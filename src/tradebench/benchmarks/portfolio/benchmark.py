@@ -25,13 +25,18 @@ from tradebench.errors import ConfigError
 from tradebench.llm.types import Usage
 from tradebench.market.rules import MarketRules
 from tradebench.registry import Spec
-from tradebench.runs.broker.backtest import build_rule_agent, run_record, score
-from tradebench.runs.broker.engine import BacktestResult, benchmark_result, run_backtest, trading_days
 from tradebench.runs.axes import choice_axis, mask_axis
+from tradebench.runs.broker.backtest import build_rule_agent, run_record, score
+from tradebench.runs.broker.engine import (
+    BacktestResult,
+    benchmark_result,
+    run_backtest,
+    trading_days,
+)
+from tradebench.runs.broker.store import write_run
 from tradebench.runs.protocol import EpisodeContext, EpisodeRef
 from tradebench.runs.records import EpisodeRecord
 from tradebench.runs.spec import RunSpec, Window
-from tradebench.runs.broker.store import write_run
 from tradebench.runs.summary import BROKER_COLUMNS, broker_columns
 
 NAME = "portfolio"

@@ -16,7 +16,8 @@ MODES: tuple[Mode, ...] = ("memory_only", "fixed_candidate", "open_research")
 
 def resolve_price_mode(price_mode: PriceMode | None, mask: MaskLevel) -> PriceMode:
     """The price mode an episode runs under: the explicit setting, else `rebased` when the
-    mask level rebases prices (its row in `MASK_TABLE`: a raw price level names a stock) and `raw` otherwise."""
+    mask level rebases prices (its row in `MASK_TABLE`: a raw price level names a stock) and
+    `raw` otherwise."""
     if price_mode is not None:
         return price_mode
     return "rebased" if rebases_prices(mask) else "raw"

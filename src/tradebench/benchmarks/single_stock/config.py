@@ -128,7 +128,8 @@ class Task(BaseModel):
 
 def resolve_price_mode(price_mode: PriceMode | None, mask: MaskLevel) -> PriceMode:
     """The price mode an episode runs under: the explicit setting, else `rebased` when the
-    mask level rebases prices (its row in `MASK_TABLE`: a price level names a stock) and `actual` otherwise."""
+    mask level rebases prices (its row in `MASK_TABLE`: a price level names a stock) and
+    `actual` otherwise."""
     if price_mode is not None:
         return price_mode
     return "rebased" if rebases_prices(mask) else "actual"
