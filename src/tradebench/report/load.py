@@ -30,7 +30,7 @@ from tradebench.runs.store import read_parquet, read_run_record, read_table
 from tradebench.runs.summary import (
     SUMMARY_COLUMNS,
     RowBuilder,
-    broker_columns,
+    default_metrics,
     episode_dirs,
     initial_cash,
     is_backtest_folder,
@@ -156,7 +156,7 @@ def read_spec(run_dir: Path) -> dict[str, Any]:
 def read_summary(
     run_dir: Path,
     columns: Sequence[str] = SUMMARY_COLUMNS,
-    metrics: RowBuilder = broker_columns,
+    metrics: RowBuilder = default_metrics,
 ) -> pd.DataFrame:
     """`summary.parquet` when present, else the summary computed from the episodes (their
     rows by `metrics`), with `columns` (the benchmark's)."""
@@ -169,7 +169,7 @@ def read_summary(
 def load_run(
     run_dir: Path,
     columns: Sequence[str] = SUMMARY_COLUMNS,
-    metrics: RowBuilder = broker_columns,
+    metrics: RowBuilder = default_metrics,
 ) -> RunData:
     """Read a run folder for reporting; `columns` and `metrics` are its benchmark's summary
     columns and row builder (by default a broker benchmark's).

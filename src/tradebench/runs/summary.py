@@ -4,8 +4,9 @@
 `summary.parquet`: the harness's common columns (`COMMON_COLUMNS`, from `episode.json` and
 the progress journal, which every benchmark writes) followed by the columns the benchmark
 declares (`Benchmark.summary_columns`, filled by its `summary_row`). A benchmark that trades
-through the broker declares `BROKER_COLUMNS` (decision days, tokens and cost from
-`steps.parquet`, the metric panel of `metrics.json`), filled by `broker_columns`. The
+through the broker declares `BROKER_COLUMNS`: the harness fills their decision days, tokens and cost
+(`step_columns`, from `episode.json` and `steps.parquet`), its `summary_row` the metric
+panel of `metrics.json` (`default_metrics`). The
 executor and the report both call it, so the table has one definition. Missing pieces are
 tolerated: an episode without `metrics.json` is still listed (status `running` unless
 `episode.json` says otherwise) with null metrics.
@@ -81,7 +82,8 @@ STEP_SUM_COLUMNS = ("first_day", "last_day", "tokens_in", "tokens_out", "cost_us
 """A broker episode's decision days (`episode.json`) and token and cost totals
 (`steps.parquet`)."""
 BROKER_COLUMNS = STEP_SUM_COLUMNS + METRIC_COLUMNS + BENCHMARK_COLUMNS + FAULT_TOTAL_COLUMNS
-"""The columns a benchmark that trades through the broker declares (`broker_columns`)."""
+"""The columns a benchmark that trades through the broker declares (`step_columns` and
+`default_metrics` fill them)."""
 SUMMARY_COLUMNS = COMMON_COLUMNS + BROKER_COLUMNS
 """Columns of a broker benchmark's `summary.parquet`, in order (and of folders written
 before benchmarks declared their columns, such as a `tradebench backtest` folder)."""
@@ -191,10 +193,16 @@ def metric_values(metrics: dict[str, Any]) -> dict[str, float]:
     return {k: np.nan if v is None else float(v) for k, v in out.items()}
 
 
-def broker_columns(record: EpisodeRecord, folder: Path) -> dict[str, Any]:
-    """The `BROKER_COLUMNS` of one episode: its decision days, the token and cost totals of
-    `steps.parquet` (the record's cost when it has one) and the metric panel of
-    `metrics.json`."""
+def default_metrics(record: EpisodeRecord, folder: Path) -> dict[str, Any]:
+    """The metric panel's columns of one episode (`metrics.json`): what a broker
+    benchmark's `summary_row` returns beside its own columns."""
+    return metric_values(read_json(folder / METRICS_FILE))
+
+
+def step_columns(record: EpisodeRecord, folder: Path) -> dict[str, Any]:
+    """The `STEP_SUM_COLUMNS` of one episode, which the harness fills for a benchmark that
+    declares them: its decision days (`episode.json`) and the token and cost totals of
+    `steps.parquet` (the record's cost when it has one)."""
     sums: dict[str, Any] = _step_sums(folder / STEPS_FILE)
     if record.cost_usd is not None:
         sums["cost_usd"] = float(record.cost_usd)
@@ -202,11 +210,7 @@ def broker_columns(record: EpisodeRecord, folder: Path) -> dict[str, Any]:
         "first_day": _iso_day(_decision_day(record, "first")),
         "last_day": _iso_day(_decision_day(record, "last")),
     }
-    return days | sums | metric_values(read_json(folder / METRICS_FILE))
-
-
-default_metrics = broker_columns
-"""The earlier name of `broker_columns`."""
+    return days | sums
 
 
 def step_count(record: EpisodeRecord | None, folder: Path) -> int:
@@ -235,9 +239,13 @@ def _decision_day(record: EpisodeRecord, which: str) -> Any:
     return days.get(which) if isinstance(days, dict) else None
 
 
-def summary_row(episode_dir: Path, metrics: RowBuilder = broker_columns) -> dict[str, Any]:
-    """One episode folder as a summary row: `COMMON_COLUMNS`, then what `metrics` (the
-    benchmark's `summary_row`) returns."""
+def summary_row(
+    episode_dir: Path,
+    metrics: RowBuilder = default_metrics,
+    columns: Sequence[str] = SUMMARY_COLUMNS,
+) -> dict[str, Any]:
+    """One episode folder as a summary row: `COMMON_COLUMNS`, the `STEP_SUM_COLUMNS` when
+    `columns` has them, then what `metrics` (the benchmark's `summary_row`) returns."""
     record = read_episode_record(episode_dir)
     known = record is not None
     record = record or _unknown_record(episode_dir)
@@ -250,6 +258,7 @@ def summary_row(episode_dir: Path, metrics: RowBuilder = broker_columns) -> dict
     stated = known and "status" in record.model_fields_set
     status = record.status if stated else ("done" if has_metrics else "running")
     kind = record.kind if known else infer_kind(None, agent, record.mode)
+    broker = any(c in columns for c in STEP_SUM_COLUMNS)
     return {
         "episode_id": episode_dir.name,
         "agent": agent,
@@ -261,6 +270,7 @@ def summary_row(episode_dir: Path, metrics: RowBuilder = broker_columns) -> dict
         "window_end": _iso_day(end),
         "status": str(status),
         "n_steps": step_count(record if known else None, episode_dir),
+        **(step_columns(record, episode_dir) if broker else {}),
         **metrics(record, episode_dir),
     }
 
@@ -305,7 +315,7 @@ def normalise_summary(
 
 def summarise_episodes(
     run_dir: Path,
-    metrics: RowBuilder = broker_columns,
+    metrics: RowBuilder = default_metrics,
     columns: Sequence[str] = SUMMARY_COLUMNS,
 ) -> pd.DataFrame:
     """The summary table of every episode folder under `run_dir/episodes/`: `columns` (the
@@ -314,14 +324,14 @@ def summarise_episodes(
     Raises:
         ConfigError: `run_dir` does not exist.
     """
-    rows = [summary_row(d, metrics) for d in episode_dirs(run_dir)]
+    rows = [summary_row(d, metrics, columns) for d in episode_dirs(run_dir)]
     frame = pd.DataFrame(rows) if rows else pd.DataFrame(columns=list(columns))
     return normalise_summary(frame, columns)
 
 
 def write_summary(
     run_dir: Path,
-    metrics: RowBuilder = broker_columns,
+    metrics: RowBuilder = default_metrics,
     columns: Sequence[str] = SUMMARY_COLUMNS,
 ) -> Path:
     """Write `run_dir/summary.parquet` from the episode folders; returns its path.

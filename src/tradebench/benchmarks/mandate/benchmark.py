@@ -51,7 +51,7 @@ from tradebench.runs.broker.store import write_run
 from tradebench.runs.protocol import EpisodeContext, EpisodeRef
 from tradebench.runs.records import EpisodeRecord
 from tradebench.runs.spec import AgentEntry, RunSpec, Window
-from tradebench.runs.summary import BROKER_COLUMNS, broker_columns
+from tradebench.runs.summary import BROKER_COLUMNS, default_metrics
 from tradebench.view import MarketView
 
 NAME = "mandate"
@@ -254,7 +254,7 @@ class MandateBenchmark:
     def summary_row(self, record: EpisodeRecord, folder: Path) -> dict[str, Any]:
         """The metric panel plus the mandate's headline numbers."""
         extras = record.extras
-        return broker_columns(record, folder) | {
+        return default_metrics(record, folder) | {
             "cadence": extras.get("cadence"),
             "pool_size": extras.get("pool_size"),
             "analyst_set": extras.get("analyst_set"),

@@ -37,7 +37,7 @@ from tradebench.runs.broker.store import write_run
 from tradebench.runs.protocol import EpisodeContext, EpisodeRef
 from tradebench.runs.records import EpisodeRecord
 from tradebench.runs.spec import RunSpec, Window
-from tradebench.runs.summary import BROKER_COLUMNS, broker_columns
+from tradebench.runs.summary import BROKER_COLUMNS, default_metrics
 
 NAME = "portfolio"
 log = logging.getLogger("tradebench.runs")
@@ -144,7 +144,7 @@ class PortfolioBenchmark:
 
     def summary_row(self, record: EpisodeRecord, folder: Any) -> dict[str, Any]:
         """The metric panel's columns, plus the price mode a model episode ran under."""
-        return broker_columns(record, folder) | {"price_mode": record.extras.get("price_mode")}
+        return default_metrics(record, folder) | {"price_mode": record.extras.get("price_mode")}
 
     async def run_episode(self, ref: EpisodeRef, ctx: EpisodeContext) -> EpisodeRecord:
         """Simulate the episode through the broker (resuming its journal) and write it."""

@@ -30,7 +30,7 @@ from tradebench.runs.axes import mask_axis
 from tradebench.runs.protocol import EpisodeContext, EpisodeRef
 from tradebench.runs.records import NOT_APPLICABLE, EpisodeRecord
 from tradebench.runs.spec import AgentEntry, RunSpec, Window
-from tradebench.runs.summary import BROKER_COLUMNS, broker_columns
+from tradebench.runs.summary import BROKER_COLUMNS, default_metrics
 
 NAME = "single_stock"
 INITIAL_WEALTH = 1.0
@@ -125,7 +125,7 @@ class SingleStockBenchmark:
         plus the task and every score: the composite, its components, the raw metrics of
         the strategy and of buy-and-hold, and the guard counts, so tasks rank from the
         summary alone."""
-        return broker_columns(record, folder) | single_stock_columns(record, folder)
+        return default_metrics(record, folder) | single_stock_columns(record, folder)
 
     async def run_episode(self, ref: EpisodeRef, ctx: EpisodeContext) -> EpisodeRecord:
         """Run (or resume) one episode to the end and write its files."""
