@@ -12,8 +12,8 @@ import pytest
 
 from tradebench.benchmarks import build_report
 from tradebench.metrics.reliability import FAULT_COLUMNS
-from tradebench.runs.broker.rows import ORDER_COLUMNS, POSITION_COLUMNS, STEP_COLUMNS
 from tradebench.runs.records import RECORD_VERSION, EpisodeRecord, RunRecord
+from tradebench.runs.broker.rows import ORDER_COLUMNS, POSITION_COLUMNS, STEP_COLUMNS
 from tradebench.runs.store import read_episode_record, read_run_record
 from tradebench.runs.summary import SUMMARY_COLUMNS, normalise_summary, summarise_episodes
 

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+
 RECORD_VERSION = 2
 """Version of the records this code writes."""
 

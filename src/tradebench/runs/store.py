@@ -11,7 +11,8 @@ import pandas as pd
 import pyarrow as pa
 
 from tradebench.errors import DataError
-from tradebench.files import write_text_atomic
+from tradebench.files import write_parquet_atomic, write_text_atomic
+from tradebench.runs.broker.engine import BacktestResult
 from tradebench.runs.records import (
     EPISODE_FILE,
     METRICS_FILE,

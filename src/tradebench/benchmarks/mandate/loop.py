@@ -34,8 +34,8 @@ from tradebench.runs.broker.engine import (
     position_block,
     restore,
 )
-from tradebench.runs.broker.rows import OrderRow, StepRow, fault_values, positions_frame, rows_frame
 from tradebench.runs.journal import Journal
+from tradebench.runs.broker.rows import OrderRow, StepRow, fault_values, positions_frame, rows_frame
 from tradebench.view import MarketView
 
 WEIGHT_EPS = 1e-9

@@ -22,8 +22,8 @@ from tradebench.market.rules import MarketRules
 from tradebench.metrics.panel import compute_panel
 from tradebench.registry import Spec
 from tradebench.runs.broker.engine import BacktestResult, benchmark_result, run_backtest_sync
-from tradebench.runs.broker.store import write_run
 from tradebench.runs.records import AgentRef, RunRecord
+from tradebench.runs.broker.store import write_run
 
 BENCHMARK_AGENT = "benchmark"
 """The agent name of the index reference (scored like a run, never traded)."""

@@ -26,19 +26,8 @@ from tradebench.market.distributions import distribute
 from tradebench.market.ledger import Account, Book, Holding
 from tradebench.market.orders import OrderRecord, RejectCode
 from tradebench.market.rules import MarketRules
-from tradebench.runs.broker.rows import (
-    ORDER_COLUMNS,
-    POSITION_COLUMNS,
-    STEP_COLUMNS,
-    OrderRow,
-    PositionBlock,
-    StepRow,
-    fault_values,
-    positions_frame,
-    row_values,
-    rows_frame,
-)
 from tradebench.runs.journal import Journal
+from tradebench.runs.broker.rows import ORDER_COLUMNS, POSITION_COLUMNS, STEP_COLUMNS, OrderRow, PositionBlock, StepRow, fault_values, positions_frame, row_values, rows_frame
 from tradebench.view import MarketView, to_day
 
 
