@@ -3,13 +3,13 @@
 `summarise_episodes(run_dir)` reads each `episodes/<id>/` folder into one row of
 `summary.parquet`: the harness's common columns (`COMMON_COLUMNS`, from `episode.json` and
 the progress journal, which every benchmark writes) followed by the columns the benchmark
-declares (`Benchmark.summary_columns`, filled by its `summary_row`). A benchmark that trades
-through the broker declares `BROKER_COLUMNS`: the harness fills their decision days, tokens and cost
-(`step_columns`, from `episode.json` and `steps.parquet`), its `summary_row` the metric
-panel of `metrics.json` (`default_metrics`). The
-executor and the report both call it, so the table has one definition. Missing pieces are
-tolerated: an episode without `metrics.json` is still listed (status `running` unless
-`episode.json` says otherwise) with null metrics.
+declares (`Benchmark.summary_columns`, filled by its `summary_row`). A benchmark that
+trades through the broker declares `BROKER_COLUMNS`: the harness fills their decision days,
+tokens and cost (`step_columns`, from `episode.json` and `steps.parquet`), its
+`summary_row` the metric panel of `metrics.json` (`default_metrics`). The executor and the
+report both call it, so the table has one definition. Missing pieces are tolerated: an
+episode without `metrics.json` is still listed (status `running` unless `episode.json`
+says otherwise) with null metrics.
 """
 
 from __future__ import annotations
@@ -76,8 +76,8 @@ COMMON_COLUMNS = (
     "status",
     "n_steps",
 )
-"""The harness's columns, every benchmark's summary starts with them. `n_steps` is the
-episode record's step count, else the journal's completed steps (a running episode)."""
+"""The harness's columns, which every benchmark's summary starts with. `n_steps` is a
+finished episode's record's step count, else the journal's completed steps (`step_count`)."""
 STEP_SUM_COLUMNS = ("first_day", "last_day", "tokens_in", "tokens_out", "cost_usd")
 """A broker episode's decision days (`episode.json`) and token and cost totals
 (`steps.parquet`)."""
