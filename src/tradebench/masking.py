@@ -1,7 +1,9 @@
 """Identity and date masking at the agent boundary: pure functions over JSON-like data.
 
-Four levels: `bright` (real tickers, real dates), `stock_blind` (aliases, real dates),
-`date_blind` (real tickers, relative day labels), `blinded` (both). Aliases `asset_0001..`
+Mask levels are data: one `MaskLevelRow` per level in `MASK_TABLE` says what the level
+hides, and everything that asks about a level reads its row. Four levels ship: `bright` (real
+tickers, real dates), `stock_blind` (aliases, real dates), `date_blind` (real tickers,
+relative day labels), `blinded` (both); adding one is one row. Aliases `asset_0001..`
 are a seeded permutation per episode: stable within an episode, reshuffled across
 episodes. Dates become `day_+N` relative to the episode's first decision day (history
 `day_-N`), counted in trading days. Numbers pass through unchanged; only identifiers
@@ -24,15 +26,81 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date
 from importlib import resources
-from typing import Any, Literal
+from typing import Annotated, Any
 
 import numpy as np
 import pandas as pd
+from pydantic import AfterValidator
 
 from tradebench.errors import ToolError
 
-MaskLevel = Literal["bright", "stock_blind", "date_blind", "blinded"]
-MASK_LEVELS: tuple[MaskLevel, ...] = ("bright", "stock_blind", "date_blind", "blinded")
+
+@dataclass(frozen=True)
+class MaskLevelRow:
+    """One mask level: its name and what it hides from the agent."""
+
+    name: str
+    """The level's name in specs, episode ids and results."""
+    hides_stocks: bool
+    """Tickers become seeded aliases (`asset_0001`)."""
+    hides_dates: bool
+    """Dates become trading-day labels relative to the first decision day (`day_+3`)."""
+    rebases_prices: bool
+    """Prices are shown rebased (100 = the close before the episode) unless a benchmark's
+    options set a price mode: a raw price level can name a stock."""
+    in_default_grid: bool
+    """Run when a spec omits `masks` (a level added later is opt-in, so a folder written
+    before it still resumes with the same spec)."""
+    description: str
+    """One line for docs and reports."""
+
+
+MASK_TABLE: dict[str, MaskLevelRow] = {
+    row.name: row
+    for row in (
+        MaskLevelRow("bright", False, False, False, True, "real tickers, real dates"),
+        MaskLevelRow("stock_blind", True, False, True, True, "aliases, real dates"),
+        MaskLevelRow("date_blind", False, True, False, True, "real tickers, relative days"),
+        MaskLevelRow("blinded", True, True, True, True, "aliases and relative days"),
+    )
+}
+"""Every mask level, in display order: the one place a level is defined."""
+
+
+MASK_LEVELS: tuple[str, ...] = tuple(MASK_TABLE)
+"""The shipped levels (taken at import, for parametrised tests); code reads `mask_levels()`,
+which follows rows added later."""
+
+
+def mask_levels() -> tuple[str, ...]:
+    """Every level's name, in display order."""
+    return tuple(MASK_TABLE)
+
+
+def default_mask_levels() -> tuple[str, ...]:
+    """The levels a spec runs when it omits `masks`, in display order."""
+    return tuple(name for name, row in MASK_TABLE.items() if row.in_default_grid)
+
+
+def mask_level(name: str) -> MaskLevelRow:
+    """The row of level `name`.
+
+    Raises:
+        ValueError: No such level (the known ones named).
+    """
+    row = MASK_TABLE.get(name)
+    if row is None:
+        raise ValueError(f"unknown mask level {name!r}; the levels are {', '.join(MASK_TABLE)}")
+    return row
+
+
+def _known_level(name: str) -> str:
+    mask_level(name)
+    return name
+
+
+MaskLevel = Annotated[str, AfterValidator(_known_level)]
+"""A mask level's name; pydantic fields of this type accept only levels of `MASK_TABLE`."""
 ALIAS_RE = re.compile(r"\basset_(\d{4,})\b")
 DAY_RE = re.compile(r"\bday_([+-]\d+)\b")
 # ISO (2024-01-02), slashed (2024/01/02), dotted (2024.01.02), compact (20240102) forms. No
@@ -84,14 +152,24 @@ WORDS_FILE = "masking_words.txt"
 """Package data: English words of 2-5 letters (12dicts 2of12; provenance in its header)."""
 
 
-def hides_stocks(level: MaskLevel) -> bool:
+def hides_stocks(level: str) -> bool:
     """Whether a level replaces tickers with aliases."""
-    return level in ("stock_blind", "blinded")
+    return mask_level(level).hides_stocks
 
 
-def hides_dates(level: MaskLevel) -> bool:
+def hides_dates(level: str) -> bool:
     """Whether a level replaces dates with relative day labels."""
-    return level in ("date_blind", "blinded")
+    return mask_level(level).hides_dates
+
+
+def rebases_prices(level: str) -> bool:
+    """Whether a level shows rebased prices when no price mode is set."""
+    return mask_level(level).rebases_prices
+
+
+def hides_anything(level: str) -> bool:
+    """Whether a level rewrites anything at all (`bright` does not)."""
+    return hides_stocks(level) or hides_dates(level)
 
 
 def episode_seed(seed: int, episode_id: str) -> int:
@@ -197,7 +275,7 @@ class Masker:
         """Mask a JSON-like payload by structure: a string or dict key that is exactly a
         symbol becomes its alias; any other string is free text (`mask_text`); numbers are
         unchanged."""
-        if self.level == "bright":
+        if not hides_anything(self.level):
             return payload
         return self._masked(payload)
 
@@ -394,7 +472,7 @@ class Masker:
 
     def unmask(self, payload: Any) -> Any:
         """Replace aliases and day labels in a JSON-like payload with real values."""
-        if self.level == "bright":
+        if not hides_anything(self.level):
             return payload
         if isinstance(payload, str):
             out = payload

@@ -234,7 +234,7 @@ def test_mcq_task_matches_mcq_eval(us_dataset_dir: Path, tmp_path: Path, served)
     [
         ({"window": "2022-13-01:2022-03-29"}, "use START:END, both YYYY-MM-DD"),
         ({"window": "2022-03-01"}, "use START:END"),
-        ({"masks": "dim"}, "invalid task parameters"),
+        ({"masks": "dim"}, "masks: .dim. not declared by benchmark .portfolio.; allowed: bright"),
         ({"spec": "missing.yaml"}, "cannot read run spec"),
     ],
 )

@@ -9,8 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tradebench.registry import Registry
-from tradebench.report import DEFAULT_SECTIONS, ReportOptions
-from tradebench.report import build_report as build_sections_report
+from tradebench.report import ReportOptions, build_benchmark_report
 from tradebench.report.load import read_spec
 from tradebench.runs.executor import RunProgress, execute
 from tradebench.runs.protocol import Benchmark
@@ -47,8 +46,8 @@ async def run_spec(
 
 
 def build_report(run_dir: Path, options: ReportOptions | None = None) -> Path:
-    """Write `run_dir/report.html`: the generic sections plus those of the run's benchmark
-    (named in its `spec.yaml`; portfolio when absent)."""
+    """Write `run_dir/report.html` for the run's benchmark (named in its `spec.yaml`;
+    portfolio when absent): its summary columns, the common sections, the broker ones when
+    it trades through the broker, then its own."""
     name = str(read_spec(Path(run_dir)).get("benchmark") or "portfolio")
-    sections = (*DEFAULT_SECTIONS, *get_benchmark(name).report_sections)
-    return build_sections_report(Path(run_dir), options, sections)
+    return build_benchmark_report(Path(run_dir), get_benchmark(name), options)

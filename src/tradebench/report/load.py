@@ -8,7 +8,7 @@ An episode's masked trace and its full tables are read on demand (`read_trace`,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,9 @@ from tradebench.runs.records import (
 )
 from tradebench.runs.store import read_parquet, read_run_record, read_table
 from tradebench.runs.summary import (
+    SUMMARY_COLUMNS,
+    RowBuilder,
+    default_metrics,
     episode_dirs,
     initial_cash,
     is_backtest_folder,
@@ -65,7 +68,7 @@ class RunData:
     spec: dict[str, Any]
     """The resolved run spec (`{}` when `spec.yaml` is absent)."""
     summary: pd.DataFrame
-    """One row per episode (`runs.summary.SUMMARY_COLUMNS`)."""
+    """One row per episode: `runs.summary.COMMON_COLUMNS` and the benchmark's own."""
     steps: Mapping[str, pd.DataFrame] = field(default_factory=dict)
     """Episode id -> steps (`STEP_COLUMNS`, dates as timestamps)."""
     orders: Mapping[str, pd.DataFrame] = field(default_factory=dict)
@@ -150,23 +153,33 @@ def read_spec(run_dir: Path) -> dict[str, Any]:
     return spec if isinstance(spec, dict) else {}
 
 
-def read_summary(run_dir: Path) -> pd.DataFrame:
-    """`summary.parquet` when present, else the summary computed from the episodes."""
+def read_summary(
+    run_dir: Path,
+    columns: Sequence[str] = SUMMARY_COLUMNS,
+    metrics: RowBuilder = default_metrics,
+) -> pd.DataFrame:
+    """`summary.parquet` when present, else the summary computed from the episodes (their
+    rows by `metrics`), with `columns` (the benchmark's)."""
     path = run_dir / SUMMARY_FILE
     if path.exists():
-        return normalise_summary(read_parquet(path))
-    return summarise_episodes(run_dir)
+        return normalise_summary(read_parquet(path), columns)
+    return summarise_episodes(run_dir, metrics, columns)
 
 
-def load_run(run_dir: Path) -> RunData:
-    """Read a run folder for reporting.
+def load_run(
+    run_dir: Path,
+    columns: Sequence[str] = SUMMARY_COLUMNS,
+    metrics: RowBuilder = default_metrics,
+) -> RunData:
+    """Read a run folder for reporting; `columns` and `metrics` are its benchmark's summary
+    columns and row builder (by default a broker benchmark's).
 
     Raises:
         ConfigError: the folder does not exist or holds no episodes.
     """
     run_dir = Path(run_dir)
     dirs = episode_dirs(run_dir)
-    summary = read_summary(run_dir)
+    summary = read_summary(run_dir, columns, metrics)
     if summary.empty:
         raise ConfigError(
             f"run folder {run_dir} has no episodes (no {EPISODES_DIR}/<id>/ folders and no "

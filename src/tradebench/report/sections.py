@@ -1,16 +1,19 @@
-"""The report's generic sections: one builder per section, `(RunData, ReportOptions) -> Section`.
+"""The report's harness sections: one builder per section, `(RunData, ReportOptions) -> Section`.
 
-A builder returns None to leave its section out. These cover every broker-style run
-(equity, panel, mode x mask, rejections, tokens, model episodes, rationales, attribution);
-a benchmark adds its own through its `report_sections`, passed in
-`build_report(sections=...)`. Tables that compare episodes compare them over the same
-decision days, or say where the days differ (`report.horizons`).
+A builder returns None to leave its section out. `COMMON_SECTIONS` (the run overview and
+its episodes) suit every benchmark; `BROKER_SECTIONS` (equity, panel, mode x mask,
+rejections, tokens, faults, model episodes, rationales, attribution) read the broker's
+tables and columns, so they appear only for a benchmark with `broker_files`; a benchmark
+adds its own through its `report_sections` (`sections_for`). Tables that compare episodes
+compare them over the same decision days, or say where the days differ
+(`report.horizons`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 import yaml
@@ -30,7 +33,7 @@ from tradebench.report.ranking import (
     interval_text,
     rank_panel,
 )
-from tradebench.runs.summary import METRIC_COLUMNS, NOT_APPLICABLE, ordered
+from tradebench.runs.summary import COMMON_COLUMNS, METRIC_COLUMNS, NOT_APPLICABLE, ordered
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,14 @@ class ReportOptions:
 SectionBuilder = Callable[[RunData, ReportOptions], Section | None]
 """A function that renders one section of the report, or None to skip it."""
 
-__all__ = ["DEFAULT_SECTIONS", "ReportOptions", "SectionBuilder"]
+__all__ = [
+    "BROKER_SECTIONS",
+    "COMMON_SECTIONS",
+    "DEFAULT_SECTIONS",
+    "ReportOptions",
+    "SectionBuilder",
+    "sections_for",
+]
 
 
 def overview_section(run: RunData, options: ReportOptions) -> Section:
@@ -77,6 +87,20 @@ def overview_section(run: RunData, options: ReportOptions) -> Section:
     else:
         parts.append(note("No spec.yaml in the run folder."))
     return Section("Run overview", "".join(parts))
+
+
+def episodes_section(run: RunData, options: ReportOptions) -> Section:
+    """Every episode with the harness's columns: agent, kind, mode, mask, seed, window,
+    status and the steps it completed (from its record, or its journal while it runs)."""
+    shown = run.summary[[c for c in COMMON_COLUMNS if c != "episode_id"]]
+    done = int((run.summary["status"] == "done").sum())
+    text = note(
+        f"{done} of {len(shown)} episode(s) finished. steps: the steps each episode "
+        "completed, as its record (or, while it runs, its journal) counts them."
+    )
+    rows = table(shown.rename(columns={"n_steps": "steps"}), classes={"steps": "num"})
+    body = f"<details><summary>{len(shown)} episode(s)</summary>{rows}</details>"
+    return Section("Episodes", text + body)
 
 
 def _figure_groups(curves: pd.DataFrame, order: list[str]) -> list[tuple[str, pd.DataFrame]]:
@@ -398,8 +422,9 @@ def rationale_section(run: RunData, options: ReportOptions) -> Section:
     return Section("Sampled order rationales", note(text) + body)
 
 
-DEFAULT_SECTIONS: tuple[SectionBuilder, ...] = (
-    overview_section,
+COMMON_SECTIONS: tuple[SectionBuilder, ...] = (overview_section, episodes_section)
+"""The sections of every benchmark's report, first."""
+BROKER_SECTIONS: tuple[SectionBuilder, ...] = (
     equity_section,
     panel_section,
     attribution_section,  # None unless `tradebench attribute` has run
@@ -411,4 +436,14 @@ DEFAULT_SECTIONS: tuple[SectionBuilder, ...] = (
     model_episodes_section,  # None unless the run has model episodes
     rationale_section,
 )
-"""The sections of `build_report`, in page order."""
+"""The sections of a benchmark with `broker_files`, after the common ones."""
+DEFAULT_SECTIONS: tuple[SectionBuilder, ...] = COMMON_SECTIONS + BROKER_SECTIONS
+"""The sections of `build_report` for a folder whose benchmark is not known (a
+`tradebench backtest` folder trades through the broker), in page order."""
+
+
+def sections_for(benchmark: Any) -> tuple[SectionBuilder, ...]:
+    """A benchmark's report: the common sections, the broker ones when it has
+    `broker_files`, then its own `report_sections`."""
+    broker = BROKER_SECTIONS if getattr(benchmark, "broker_files", False) else ()
+    return (*COMMON_SECTIONS, *broker, *tuple(getattr(benchmark, "report_sections", ())))

@@ -22,10 +22,10 @@ from tradebench.runs.guard import TRANSPORT_KEYS, agent_without_transport
 from tradebench.runs.spec import flat_agent_entry
 from tradebench.runs.summary import (
     FAULT_TOTAL_COLUMNS,
-    MASKS,
     METRIC_COLUMNS,
     NOT_APPLICABLE,
     STATUSES,
+    mask_order,
     ordered,
 )
 
@@ -251,7 +251,7 @@ def mode_mask_matrix(
     cells = done.groupby(["mode", "mask"])[metric].agg(how).unstack("mask")
     cells = cells.reindex(
         index=pd.Index(ordered(done["mode"], list(modes)), name="mode"),
-        columns=pd.Index(ordered(done["mask"], MASKS), name="mask"),
+        columns=pd.Index(ordered(done["mask"], mask_order()), name="mask"),
     )
     return cells.fillna(0).astype(int) if how == "count" else cells
 
@@ -360,7 +360,7 @@ def sample_rationales(run: RunData, per_mask: int = 5, seed: int = 0) -> pd.Data
     orders["confidence"] = pd.to_numeric(orders["confidence"], errors="coerce")
     picks = [
         _pick(orders[orders["mask"] == mask], per_mask, seed, mask)
-        for mask in ordered(orders["mask"], (*MASKS, NOT_APPLICABLE))
+        for mask in ordered(orders["mask"], (*mask_order(), NOT_APPLICABLE))
     ]
     columns = ["mask", "episode_id", "agent", "mode", "date", "stock_id", "side"]
     columns += ["confidence", "reason", "status", "reject_code"]

@@ -22,6 +22,7 @@ from typing import Any
 from tradebench.data.synth import SynthConfig, synthesize
 from tradebench.errors import ConfigError
 from tradebench.llm.observed import ObservedModel
+from tradebench.runs.axes import resolve_axes, undeclared_axes
 from tradebench.runs.dataset_cache import cached_dataset
 from tradebench.runs.guard import check_folder, die_with_parent, run_lock, write_guard
 from tradebench.runs.models import ModelPool
@@ -36,7 +37,7 @@ from tradebench.runs.records import (
 )
 from tradebench.runs.spec import RunSpec
 from tradebench.runs.store import read_episode_record, write_episode_record
-from tradebench.runs.summary import write_summary
+from tradebench.runs.summary import benchmark_columns, write_summary
 from tradebench.runs.trace import compact_trace
 
 log = logging.getLogger("tradebench.runs")
@@ -82,20 +83,22 @@ class Plan:
 
 
 def plan(benchmark: Benchmark, spec: RunSpec, run_dir: Path, add_cells: bool = False) -> Plan:
-    """Resolve the data and options, check the folder was written with the same spec, write
-    the resolved `spec.yaml`, list what is left.
+    """Resolve the data, options and axes (an omitted axis as the benchmark's default), check
+    the folder was written with the same spec, write the resolved `spec.yaml`, list what is
+    left.
 
     Raises:
-        ConfigError: Bad options, data or grid cells (before any model call), or a spec that
+        ConfigError: Bad options, axis values, data or grid cells (before any model call), or
+            a spec that
             differs from the folder's (unless only new cells are added with `add_cells`).
     """
     options = spec.options_as(benchmark.options_model)
+    axes = resolve_axes(benchmark, {"modes": spec.modes, "masks": spec.masks})
     run_dir.mkdir(parents=True, exist_ok=True)
     dataset = resolve_dataset(spec.dataset, run_dir)
-    modes = list(spec.modes) or list(benchmark.modes)
-    resolved = spec.model_copy(update={"options": options.model_dump(mode="json"), "modes": modes})
+    resolved = spec.model_copy(update={"options": options.model_dump(mode="json"), **axes})
     data = cached_dataset(str(dataset))
-    check_folder(run_dir, resolved, data.manifest, add_cells)
+    check_folder(run_dir, resolved, data.manifest, add_cells, undeclared_axes(benchmark))
     episodes = benchmark.expand(resolved, options, data)
     write_guard(run_dir, resolved, data.manifest)  # only a spec that expanded claims the folder
     todo = [ep for ep in episodes if not is_done(episode_folder(run_dir, ep.id))]
@@ -232,11 +235,11 @@ async def _execute(
     if resolved.spec.executor == "ray":
         run = RayRun(benchmark, resolved.spec, resolved.options, resolved.dataset, run_dir)
         await run_on_ray(run, resolved.todo, progress, ray_address)
-        return write_summary(run_dir, benchmark.summary_row)
+        return write_summary(run_dir, benchmark.summary_row, benchmark_columns(benchmark))
     local = [ep for ep in resolved.todo if ep.kind != "llm"]
     models = [ep for ep in resolved.todo if ep.kind == "llm"]
     await asyncio.gather(
         run_local(benchmark, resolved, Path(run_dir), local, progress),
         run_models(benchmark, resolved, Path(run_dir), models, progress),
     )
-    return write_summary(run_dir, benchmark.summary_row)
+    return write_summary(run_dir, benchmark.summary_row, benchmark_columns(benchmark))

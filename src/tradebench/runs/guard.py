@@ -24,7 +24,7 @@ import os
 import shutil
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -116,9 +116,10 @@ def _locked(run_dir: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _identity(spec: dict[str, Any]) -> dict[str, Any]:
-    """The part of a resolved spec that determines results."""
-    out = {k: v for k, v in spec.items() if k not in TRANSPORT_KEYS and k != "schema_version"}
+def _identity(spec: dict[str, Any], ignored: Collection[str] = ()) -> dict[str, Any]:
+    """The part of a resolved spec that determines results (`ignored` keys left out)."""
+    left_out = {*TRANSPORT_KEYS, *ignored, "schema_version"}
+    out = {k: v for k, v in spec.items() if k not in left_out}
     out["agents"] = [agent_without_transport(agent) for agent in spec.get("agents", [])]
     return out
 
@@ -140,15 +141,18 @@ def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix.rstrip("."): value}
 
 
-def differing_keys(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """Dotted keys whose values differ between two resolved specs (transport left out)."""
-    a, b = _flat(_identity(old)), _flat(_identity(new))
+def differing_keys(
+    old: dict[str, Any], new: dict[str, Any], ignored: Collection[str] = ()
+) -> list[str]:
+    """Dotted keys whose values differ between two resolved specs (transport and the
+    `ignored` top-level keys left out)."""
+    a, b = _flat(_identity(old, ignored)), _flat(_identity(new, ignored))
     return sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
 
 
-def _only_additions(old: dict[str, Any], new: dict[str, Any]) -> bool:
+def _only_additions(old: dict[str, Any], new: dict[str, Any], ignored: Collection[str]) -> bool:
     """Whether `new` keeps every cell of `old` unchanged and only appends to grid axes."""
-    a, b = _identity(old), _identity(new)
+    a, b = _identity(old, ignored), _identity(new, ignored)
     for axis in GRID_AXES:
         before, after = a.get(axis) or [], b.get(axis) or []
         if any(item not in after for item in before):
@@ -163,8 +167,16 @@ GUARD_FIX = (
 )
 
 
-def check_folder(run_dir: Path, spec: RunSpec, manifest: Manifest, add_cells: bool = False) -> None:
+def check_folder(
+    run_dir: Path,
+    spec: RunSpec,
+    manifest: Manifest,
+    add_cells: bool = False,
+    ignored: Collection[str] = (),
+) -> None:
     """Refuse to write into a folder written with another spec, dataset or results version.
+    `ignored`: spec keys that change nothing the benchmark computes (the axes it does not
+    declare, which a folder written before axes were declared recorded with values).
 
     Raises:
         ConfigError: `spec.yaml` or `guard.json` is unreadable; the spec differs in a key that
@@ -173,7 +185,7 @@ def check_folder(run_dir: Path, spec: RunSpec, manifest: Manifest, add_cells: bo
     """
     path = run_dir / GUARD_FILE
     guard = read_model(path, FolderGuard, "run folder guard", GUARD_FIX) if path.exists() else None
-    check_spec(run_dir, spec, add_cells)
+    check_spec(run_dir, spec, add_cells, ignored)
     if guard is None:
         return  # a new folder, or one written before the guard file existed
     digest = manifest_sha256(manifest)
@@ -203,8 +215,11 @@ def write_guard(run_dir: Path, spec: RunSpec, manifest: Manifest) -> None:
     write_text_atomic(run_dir / SPEC_FILE, spec.dump())
 
 
-def check_spec(run_dir: Path, spec: RunSpec, add_cells: bool = False) -> None:
-    """Refuse to write a changed spec into a folder written with another one.
+def check_spec(
+    run_dir: Path, spec: RunSpec, add_cells: bool = False, ignored: Collection[str] = ()
+) -> None:
+    """Refuse to write a changed spec into a folder written with another one (the `ignored`
+    top-level keys left out of the comparison).
 
     Raises:
         ConfigError: `spec.yaml` is unreadable, or the spec differs in a key that changes
@@ -219,8 +234,8 @@ def check_spec(run_dir: Path, spec: RunSpec, add_cells: bool = False) -> None:
     except ConfigError as exc:
         raise ConfigError(f"{exc}; {GUARD_FIX}") from None
     new = spec.model_dump(mode="json")
-    keys = differing_keys(old, new)
-    if not keys or (add_cells and _only_additions(old, new)):
+    keys = differing_keys(old, new, ignored)
+    if not keys or (add_cells and _only_additions(old, new, ignored)):
         return
     shown = ", ".join(keys[:8]) + (f" and {len(keys) - 8} more" if len(keys) > 8 else "")
     hint = (

@@ -101,3 +101,10 @@ class Journal:
     @staticmethod
     def _rewrite(path: Path, lines: list[dict[str, Any]]) -> None:
         write_text_atomic(path, "".join(_dumps(x) for x in lines))
+
+
+def completed_steps(folder: Path) -> int:
+    """How many steps an episode folder's journal holds complete (read only, nothing
+    trimmed); 0 without a progress file."""
+    path = Path(folder) / PROGRESS_FILE
+    return len(_complete_lines(path)) if path.exists() else 0

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tradebench.data.dataset import Dataset
 from tradebench.llm.base import ChatModel
+from tradebench.runs.axes import Axis
 from tradebench.runs.journal import Journal
 from tradebench.runs.records import NOT_APPLICABLE, EpisodeRecord, Kind
 from tradebench.runs.spec import AgentEntry, RunSpec, Window
@@ -90,10 +91,20 @@ class Benchmark(Protocol):
     """Registered name (`benchmark:` in specs)."""
     options_model: type[BaseModel]
     """Validates the spec's `options` block."""
-    modes: tuple[str, ...]
-    """Information modes in display order (the spec's `modes` default); empty if none."""
+    axes: tuple[Axis, ...]
+    """The grid axes it has (`runs.axes`: `choice_axis("modes", ...)`, `mask_axis()`), each
+    with the values a spec may name and its defaults; a spec naming values of an axis it
+    does not declare is refused."""
+    summary_columns: tuple[str, ...]
+    """Its columns of `summary.parquet`, after the harness's `COMMON_COLUMNS`, in order: what
+    `summary_row` returns (`BROKER_COLUMNS` first for a benchmark with `broker_files`)."""
+    broker_files: bool
+    """Whether its episodes write the broker's tables (`steps.parquet`, and positions and
+    orders when it trades), so the report's broker sections (equity, metric panel,
+    rejections, tokens, faults, model episodes, rationales) apply to it."""
     report_sections: Sequence[Callable[..., Any]]
-    """Extra `report` section builders `(RunData, ReportOptions) -> Section | None`."""
+    """Its own `report` section builders `(RunData, ReportOptions) -> Section | None`, after
+    the common ones (and the broker ones when it has `broker_files`)."""
 
     def expand(self, spec: RunSpec, options: Any, dataset: Dataset) -> list[EpisodeRef]:
         """Every episode of the grid in a stable order; fail here on bad cells (before any

@@ -3,7 +3,8 @@
 A spec names its `benchmark`, the data, the windows, the grid axes (modes, masks, seeds,
 agents), the model limits (budget, concurrency, cache) and an `options` block that the
 benchmark validates with its own options model (`runs.protocol.Benchmark.options_model`).
-Modes are the benchmark's information modes; a benchmark without modes ignores them.
+Modes and masks are grid axes: the benchmark declares which it has, the values it accepts
+and its defaults (`runs.axes`); the executor resolves them before anything runs.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from tradebench.errors import ConfigError
 from tradebench.llm.budget import BudgetConfig
 from tradebench.llm.retry import RetryPolicy
 from tradebench.llm.types import ModelConfig
-from tradebench.masking import MASK_LEVELS, MaskLevel
 
 SPEC_VERSION = 3
 """Version of the spec layout written to `spec.yaml` (1 kept options per benchmark name; 2
@@ -247,9 +247,15 @@ class RunSpec(BaseModel):
         default_factory=list, description="decision windows (a benchmark may bring its own)"
     )
     modes: list[str] = Field(
-        default_factory=list, description="the benchmark's information modes (empty: all)"
+        default_factory=list,
+        description="the benchmark's modes (omitted: its default modes; the resolved spec "
+        "records those run)",
     )
-    masks: list[MaskLevel] = Field(default_factory=lambda: list(MASK_LEVELS))
+    masks: list[str] = Field(
+        default_factory=list,
+        description="mask levels (omitted: the benchmark's default levels; the resolved spec "
+        "records those run)",
+    )
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
     agents: list[AgentEntry] = Field(min_length=1)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)

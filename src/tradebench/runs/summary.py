@@ -1,16 +1,20 @@
 """One summary row per episode, read from the episode folders of a run.
 
-`summarise_episodes(run_dir)` reads each `episodes/<id>/` folder (`episode.json` as an
-`EpisodeRecord`, `metrics.json`, `steps.parquet`) into one row of `summary.parquet`. The
-executor and the report both call it, so the table has one definition; a benchmark can
-add columns through its `summary_row`. Missing pieces are tolerated: an episode without
-`metrics.json` is still listed (status `running` unless `episode.json` says otherwise)
-with null metrics.
+`summarise_episodes(run_dir)` reads each `episodes/<id>/` folder into one row of
+`summary.parquet`: the harness's common columns (`COMMON_COLUMNS`, from `episode.json` and
+the progress journal, which every benchmark writes) followed by the columns the benchmark
+declares (`Benchmark.summary_columns`, filled by its `summary_row`). A benchmark that
+trades through the broker declares `BROKER_COLUMNS`: the harness fills their decision days,
+tokens and cost (`step_columns`, from `episode.json` and `steps.parquet`), its
+`summary_row` the metric panel of `metrics.json` (`default_metrics`). The executor and the
+report both call it, so the table has one definition. Missing pieces are tolerated: an
+episode without `metrics.json` is still listed (status `running` unless `episode.json`
+says otherwise) with null metrics.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +23,9 @@ import pandas as pd
 
 from tradebench.errors import ConfigError, DataError
 from tradebench.files import write_parquet_atomic
-from tradebench.masking import MASK_LEVELS
+from tradebench.masking import mask_levels
 from tradebench.metrics.reliability import FAULT_COLUMNS, FAULT_COUNT_COLUMNS
+from tradebench.runs.journal import completed_steps
 from tradebench.runs.records import (
     DEFAULT_INITIAL_CASH,
     EPISODES_DIR,
@@ -35,9 +40,6 @@ from tradebench.runs.records import (
     infer_kind,
 )
 from tradebench.runs.store import read_episode_record, read_json, read_parquet, read_run_record
-
-MASKS: tuple[str, ...] = MASK_LEVELS
-"""Mask levels, in display order."""
 
 METRIC_COLUMNS = (
     "total_return",
@@ -62,7 +64,7 @@ FAULT_TOTAL_COLUMNS = FAULT_COLUMNS
 """The panel's per-episode endpoint-fault totals (faults by kind, `http_retries`,
 `retry_wait_s`, `failed_attempt_s`; the step columns' names); null for baselines and for
 episodes recorded before faults were. Counts are nullable integers."""
-META_COLUMNS = (
+COMMON_COLUMNS = (
     "episode_id",
     "agent",
     "kind",
@@ -71,21 +73,27 @@ META_COLUMNS = (
     "seed",
     "window_start",
     "window_end",
-    "first_day",
-    "last_day",
     "status",
     "n_steps",
-    "tokens_in",
-    "tokens_out",
-    "cost_usd",
 )
-SUMMARY_COLUMNS = META_COLUMNS + METRIC_COLUMNS + BENCHMARK_COLUMNS + FAULT_TOTAL_COLUMNS
-"""Columns of `summary.parquet`, in order."""
+"""The harness's columns, which every benchmark's summary starts with. `n_steps` is a
+finished episode's record's step count, else the journal's completed steps (`step_count`)."""
+STEP_SUM_COLUMNS = ("first_day", "last_day", "tokens_in", "tokens_out", "cost_usd")
+"""A broker episode's decision days (`episode.json`) and token and cost totals
+(`steps.parquet`)."""
+BROKER_COLUMNS = STEP_SUM_COLUMNS + METRIC_COLUMNS + BENCHMARK_COLUMNS + FAULT_TOTAL_COLUMNS
+"""The columns a benchmark that trades through the broker declares (`step_columns` and
+`default_metrics` fill them)."""
+SUMMARY_COLUMNS = COMMON_COLUMNS + BROKER_COLUMNS
+"""Columns of a broker benchmark's `summary.parquet`, in order (and of folders written
+before benchmarks declared their columns, such as a `tradebench backtest` folder)."""
 
 RowBuilder = Callable[[EpisodeRecord, Path], dict[str, Any]]
 """A benchmark's metric columns of one episode (see `Benchmark.summary_row`)."""
 
 __all__ = [
+    "BROKER_COLUMNS",
+    "COMMON_COLUMNS",
     "FAULT_TOTAL_COLUMNS",
     "KINDS",
     "NOT_APPLICABLE",
@@ -93,6 +101,7 @@ __all__ = [
     "SUMMARY_COLUMNS",
     "episode_dirs",
     "initial_cash",
+    "mask_order",
     "metric_values",
     "normalise_summary",
     "ordered",
@@ -161,10 +170,15 @@ def initial_cash(episode_dir: Path) -> float:
     return DEFAULT_INITIAL_CASH
 
 
+def mask_order() -> tuple[str, ...]:
+    """Mask levels in display order (the mask table's)."""
+    return mask_levels()
+
+
 def _step_sums(steps_path: Path) -> dict[str, float]:
-    """Step count and token and cost totals (NaN when a column is absent or all null)."""
+    """Token and cost totals of a steps table (NaN when a column is absent or all null)."""
     steps = read_parquet(steps_path) if steps_path.exists() else pd.DataFrame()
-    out: dict[str, float] = {"n_steps": len(steps)}
+    out: dict[str, float] = {}
     for col in ("tokens_in", "tokens_out", "cost_usd"):
         values = pd.to_numeric(steps[col], errors="coerce") if col in steps else None
         out[col] = float(values.sum(min_count=1)) if values is not None else np.nan
@@ -180,8 +194,36 @@ def metric_values(metrics: dict[str, Any]) -> dict[str, float]:
 
 
 def default_metrics(record: EpisodeRecord, folder: Path) -> dict[str, Any]:
-    """The metric columns every benchmark has: the flat panel fields of `metrics.json`."""
+    """The metric panel's columns of one episode (`metrics.json`): what a broker
+    benchmark's `summary_row` returns beside its own columns."""
     return metric_values(read_json(folder / METRICS_FILE))
+
+
+def step_columns(record: EpisodeRecord, folder: Path) -> dict[str, Any]:
+    """The `STEP_SUM_COLUMNS` of one episode, which the harness fills for a benchmark that
+    declares them: its decision days (`episode.json`) and the token and cost totals of
+    `steps.parquet` (the record's cost when it has one)."""
+    sums: dict[str, Any] = _step_sums(folder / STEPS_FILE)
+    if record.cost_usd is not None:
+        sums["cost_usd"] = float(record.cost_usd)
+    days = {
+        "first_day": _iso_day(_decision_day(record, "first")),
+        "last_day": _iso_day(_decision_day(record, "last")),
+    }
+    return days | sums
+
+
+def step_count(record: EpisodeRecord | None, folder: Path) -> int:
+    """Steps an episode completed: a finished episode's record's count, else its journal's
+    completed steps (a running or killed episode), else the rows of `steps.parquet`
+    (folders written before records counted steps, and `tradebench backtest` folders,
+    which keep no journal)."""
+    if record is not None and record.status == "done" and record.n_steps is not None:
+        return int(record.n_steps)
+    journal = completed_steps(folder)
+    if journal or not (folder / STEPS_FILE).exists():
+        return journal
+    return len(read_parquet(folder / STEPS_FILE))
 
 
 def _unknown_record(folder: Path) -> EpisodeRecord:
@@ -197,8 +239,13 @@ def _decision_day(record: EpisodeRecord, which: str) -> Any:
     return days.get(which) if isinstance(days, dict) else None
 
 
-def summary_row(episode_dir: Path, metrics: RowBuilder = default_metrics) -> dict[str, Any]:
-    """One episode folder as a summary row (see `SUMMARY_COLUMNS`)."""
+def summary_row(
+    episode_dir: Path,
+    metrics: RowBuilder = default_metrics,
+    columns: Sequence[str] = SUMMARY_COLUMNS,
+) -> dict[str, Any]:
+    """One episode folder as a summary row: `COMMON_COLUMNS`, the `STEP_SUM_COLUMNS` when
+    `columns` has them, then what `metrics` (the benchmark's `summary_row`) returns."""
     record = read_episode_record(episode_dir)
     known = record is not None
     record = record or _unknown_record(episode_dir)
@@ -210,10 +257,8 @@ def summary_row(episode_dir: Path, metrics: RowBuilder = default_metrics) -> dic
     end = window.end if window else (run.end if run else None)
     stated = known and "status" in record.model_fields_set
     status = record.status if stated else ("done" if has_metrics else "running")
-    sums = _step_sums(episode_dir / STEPS_FILE)
-    if record.cost_usd is not None:
-        sums["cost_usd"] = float(record.cost_usd)
     kind = record.kind if known else infer_kind(None, agent, record.mode)
+    broker = any(c in columns for c in STEP_SUM_COLUMNS)
     return {
         "episode_id": episode_dir.name,
         "agent": agent,
@@ -223,25 +268,28 @@ def summary_row(episode_dir: Path, metrics: RowBuilder = default_metrics) -> dic
         "seed": record.seed,
         "window_start": _iso_day(start),
         "window_end": _iso_day(end),
-        "first_day": _iso_day(_decision_day(record, "first")),
-        "last_day": _iso_day(_decision_day(record, "last")),
         "status": str(status),
-        **sums,
+        "n_steps": step_count(record if known else None, episode_dir),
+        **(step_columns(record, episode_dir) if broker else {}),
         **metrics(record, episode_dir),
     }
 
 
-def normalise_summary(frame: pd.DataFrame) -> pd.DataFrame:
-    """Give a summary table every column with stable types; missing columns become null and
-    a benchmark's own columns follow the common ones.
+def normalise_summary(
+    frame: pd.DataFrame, columns: Sequence[str] = SUMMARY_COLUMNS
+) -> pd.DataFrame:
+    """Give a summary table `columns` (the common ones and a benchmark's declared ones) with
+    stable types; a missing one becomes null, and any other column of the table follows
+    them.
 
     Raises:
         DataError: the table has no `episode_id` column.
     """
     if "episode_id" not in frame.columns:
         raise DataError("summary.parquet lacks `episode_id`; rebuild it with summarise_episodes")
-    extra = [c for c in frame.columns if c not in SUMMARY_COLUMNS]  # a benchmark's own
-    out = frame.reindex(columns=[*SUMMARY_COLUMNS, *extra]).copy()
+    head = [*COMMON_COLUMNS, *(c for c in columns if c not in COMMON_COLUMNS)]
+    extra = [c for c in frame.columns if c not in head]  # returned but not declared
+    out = frame.reindex(columns=[*head, *extra]).copy()
     for col in ("agent", "kind", "mode", "mask", "status", "episode_id"):
         out[col] = out[col].astype(object).where(out[col].notna(), None)
     out["mode"] = out["mode"].fillna(NOT_APPLICABLE).astype(str)
@@ -251,36 +299,53 @@ def normalise_summary(frame: pd.DataFrame) -> pd.DataFrame:
     inferred = [infer_kind(None, a, m) for a, m in zip(out["agent"], out["mode"], strict=True)]
     out["kind"] = out["kind"].where(out["kind"].isin(KINDS), inferred).astype(str)
     out["status"] = out["status"].fillna("unknown").astype(str)
-    for col in ("window_start", "window_end", "first_day", "last_day"):
+    days = ("window_start", "window_end", "first_day", "last_day")
+    for col in [c for c in days if c in out]:
         out[col] = [_iso_day(v) for v in out[col]]
     out["seed"] = pd.to_numeric(out["seed"], errors="coerce").astype("Int64")
     out["n_steps"] = pd.to_numeric(out["n_steps"], errors="coerce").fillna(0).astype(int)
     numeric = ("tokens_in", "tokens_out", "cost_usd", *METRIC_COLUMNS)
     seconds = [c for c in FAULT_TOTAL_COLUMNS if c not in FAULT_COUNT_COLUMNS]
-    for col in (*numeric, *BENCHMARK_COLUMNS, *seconds):
+    for col in [c for c in (*numeric, *BENCHMARK_COLUMNS, *seconds) if c in out]:
         out[col] = pd.to_numeric(out[col], errors="coerce").astype(float)
-    for col in FAULT_COUNT_COLUMNS:
+    for col in [c for c in FAULT_COUNT_COLUMNS if c in out]:
         out[col] = pd.to_numeric(out[col], errors="coerce").round().astype("Int64")
     return out.sort_values("episode_id", kind="stable").reset_index(drop=True)
 
 
-def summarise_episodes(run_dir: Path, metrics: RowBuilder = default_metrics) -> pd.DataFrame:
-    """The summary table of every episode folder under `run_dir/episodes/`.
+def summarise_episodes(
+    run_dir: Path,
+    metrics: RowBuilder = default_metrics,
+    columns: Sequence[str] = SUMMARY_COLUMNS,
+) -> pd.DataFrame:
+    """The summary table of every episode folder under `run_dir/episodes/`: `columns` (the
+    common ones and those the benchmark declares), each episode's filled by `metrics`.
 
     Raises:
         ConfigError: `run_dir` does not exist.
     """
-    rows = [summary_row(d, metrics) for d in episode_dirs(run_dir)]
-    frame = pd.DataFrame(rows) if rows else pd.DataFrame(columns=list(SUMMARY_COLUMNS))
-    return normalise_summary(frame)
+    rows = [summary_row(d, metrics, columns) for d in episode_dirs(run_dir)]
+    frame = pd.DataFrame(rows) if rows else pd.DataFrame(columns=list(columns))
+    return normalise_summary(frame, columns)
 
 
-def write_summary(run_dir: Path, metrics: RowBuilder = default_metrics) -> Path:
+def write_summary(
+    run_dir: Path,
+    metrics: RowBuilder = default_metrics,
+    columns: Sequence[str] = SUMMARY_COLUMNS,
+) -> Path:
     """Write `run_dir/summary.parquet` from the episode folders; returns its path.
 
     Raises:
         ConfigError: `run_dir` does not exist.
     """
     path = Path(run_dir) / SUMMARY_FILE
-    write_parquet_atomic(summarise_episodes(run_dir, metrics), path, index=False)
+    write_parquet_atomic(summarise_episodes(run_dir, metrics, columns), path, index=False)
     return path
+
+
+def benchmark_columns(benchmark: Any) -> tuple[str, ...]:
+    """The summary columns of a benchmark's runs: `COMMON_COLUMNS` and the columns it
+    declares (`summary_columns`; none declared: only what its `summary_row` returns)."""
+    declared = tuple(getattr(benchmark, "summary_columns", ()) or ())
+    return COMMON_COLUMNS + tuple(c for c in declared if c not in COMMON_COLUMNS)

@@ -171,16 +171,28 @@ def test_a_killed_episode_resumes_with_the_same_answers(
     pd.testing.assert_frame_equal(pd.read_parquet(episode / "answers.parquet"), before)
 
 
-def test_bad_specs_are_one_error_line(cn_dataset_dir: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("masks", "expected"),
+    [
+        (["stock_blind"], "masks: 'stock_blind' not declared by benchmark 'horizon'; allowed: "
+         "bright, blinded"),
+        (["blinded"], "set `masks: [bright, blinded]`"),
+    ],
+)  # fmt: skip
+def test_bad_specs_are_one_error_line(
+    cn_dataset_dir: Path, tmp_path: Path, masks: list[str], expected: str
+) -> None:
     spec = _spec(
         tmp_path,
         cn_dataset_dir,
         "http://127.0.0.1:9/v1",
         ["m"],
         windows=[{"start": "2023-01-01", "end": "2023-02-28"}],
+        masks=masks,
     )
     result = runner.invoke(app, ["run", str(spec), "-o", str(tmp_path / "run")])
-    assert result.exit_code != 0 and "set `masks: [bright, blinded]`" in result.output
+    assert result.exit_code != 0 and expected in result.output
+    assert len([line for line in result.output.splitlines() if line.strip()]) == 1
     assert "Traceback" not in result.output
 
 

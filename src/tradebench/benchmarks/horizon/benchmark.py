@@ -26,6 +26,7 @@ from tradebench.data.dataset import Dataset
 from tradebench.errors import ConfigError
 from tradebench.llm.base import ChatModel
 from tradebench.llm.types import Message
+from tradebench.runs.axes import mask_axis
 from tradebench.runs.protocol import EpisodeContext, EpisodeRef
 from tradebench.runs.records import EpisodeRecord
 from tradebench.runs.spec import RunSpec
@@ -103,7 +104,10 @@ class HorizonBenchmark:
 
     name = NAME
     options_model = HorizonOptions
-    modes = ()
+    axes = (mask_axis(MASKS),)
+    """`bright` (the curve) and `blinded` (the masked control), both by default; no modes."""
+    summary_columns = ("accuracy", "chance", "n_questions")
+    broker_files = False
     report_sections = HORIZON_SECTIONS
 
     def expand(self, spec: RunSpec, options: HorizonOptions, dataset: Dataset) -> list[EpisodeRef]:
@@ -113,8 +117,7 @@ class HorizonBenchmark:
             raise ConfigError(
                 f"horizon asks models; {rules} are rule agents with nothing to remember"
             )
-        odd = [m for m in spec.masks if m not in MASKS]
-        if odd or "bright" not in spec.masks:
+        if "bright" not in spec.masks:
             raise ConfigError(
                 "horizon runs masks `bright` (the curve) and `blinded` (the masked control); "
                 f"got {list(spec.masks)}: set `masks: [bright, blinded]`"

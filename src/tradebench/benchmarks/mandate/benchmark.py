@@ -45,13 +45,14 @@ from tradebench.llm.types import Usage
 from tradebench.market.rules import MarketRules
 from tradebench.registry import Spec
 from tradebench.risk import RiskConstraints
+from tradebench.runs.axes import choice_axis
 from tradebench.runs.broker.backtest import run_record, score
 from tradebench.runs.broker.engine import BacktestResult, trading_days
 from tradebench.runs.broker.store import write_run
 from tradebench.runs.protocol import EpisodeContext, EpisodeRef
 from tradebench.runs.records import EpisodeRecord
 from tradebench.runs.spec import AgentEntry, RunSpec, Window
-from tradebench.runs.summary import default_metrics
+from tradebench.runs.summary import BROKER_COLUMNS, default_metrics
 from tradebench.view import MarketView
 
 NAME = "mandate"
@@ -235,16 +236,17 @@ class MandateBenchmark:
 
     name = NAME
     options_model = MandateOptions
-    modes = CADENCES
+    axes = (choice_axis("modes", CADENCES),)
+    """Cadences are the modes; masks do not apply (the mandate is written in real names)."""
+    summary_columns = (*BROKER_COLUMNS, "cadence", "pool_size", "analyst_set")
+    """Its headline numbers (which depend on its options) follow these columns."""
+    broker_files = True
     report_sections = REPORT_SECTIONS
 
     def expand(self, spec: RunSpec, options: MandateOptions, dataset: Dataset) -> list[EpisodeRef]:
         """The grid (cadences from the spec's `modes`, all when empty)."""
         if not spec.windows:
             raise ConfigError("the mandate benchmark needs at least one entry in `windows`")
-        unknown = sorted(set(spec.modes) - set(CADENCES))
-        if unknown:
-            raise ConfigError(f"unknown modes {unknown}; the mandate cadences are {list(CADENCES)}")
         _check_agents(spec, dataset)
         _check_cutoffs(spec)
         resolve.check_helpers(spec, options)

@@ -26,6 +26,7 @@ from tradebench.errors import ConfigError
 from tradebench.llm.types import Usage
 from tradebench.market.rules import MarketRules
 from tradebench.registry import Spec
+from tradebench.runs.axes import choice_axis, mask_axis
 from tradebench.runs.broker.backtest import build_rule_agent, run_record, score
 from tradebench.runs.broker.engine import (
     BacktestResult,
@@ -37,7 +38,7 @@ from tradebench.runs.broker.store import write_run
 from tradebench.runs.protocol import EpisodeContext, EpisodeRef
 from tradebench.runs.records import EpisodeRecord
 from tradebench.runs.spec import RunSpec, Window
-from tradebench.runs.summary import default_metrics
+from tradebench.runs.summary import BROKER_COLUMNS, default_metrics
 from tradebench.view import MarketView
 
 NAME = "portfolio"
@@ -146,20 +147,21 @@ class PortfolioBenchmark:
 
     name = NAME
     options_model = PortfolioOptions
-    modes = MODES
+    axes = (choice_axis("modes", MODES), mask_axis())
+    """The three information modes and every mask level (the table's default levels when
+    the spec omits `masks`)."""
+    summary_columns = (*BROKER_COLUMNS, "price_mode", "lot_visible_share")
+    broker_files = True
     report_sections = ()
-    """The generic broker-run sections of `tradebench report` cover this benchmark."""
+    """The broker sections of `tradebench report` cover this benchmark."""
 
     def expand(
         self, spec: RunSpec, options: PortfolioOptions, dataset: Dataset
     ) -> list[EpisodeRef]:
-        """The grid over the spec's modes (all three unless it names some)."""
+        """The grid over the resolved spec's modes and masks (`axes`)."""
         if not spec.windows:
             raise ConfigError("the portfolio benchmark needs at least one entry in `windows`")
-        modes = list(spec.modes) or list(MODES)
-        unknown = sorted(set(modes) - set(MODES))
-        if unknown:
-            raise ConfigError(f"unknown modes {unknown}; the portfolio modes are {list(MODES)}")
+        modes = list(spec.modes)
         rules = MarketRules.for_market(dataset.market, initial_cash=options.initial_cash)
         rebased = any(
             resolve_price_mode(options.price_mode, mask) == "rebased"  # type: ignore[arg-type]

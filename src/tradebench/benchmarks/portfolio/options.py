@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tradebench.benchmarks.portfolio.context import PriceMode
-from tradebench.masking import MaskLevel, hides_stocks
+from tradebench.masking import MaskLevel, rebases_prices
 
 Mode = Literal["memory_only", "fixed_candidate", "open_research"]
 MODES: tuple[Mode, ...] = ("memory_only", "fixed_candidate", "open_research")
@@ -16,10 +16,11 @@ MODES: tuple[Mode, ...] = ("memory_only", "fixed_candidate", "open_research")
 
 def resolve_price_mode(price_mode: PriceMode | None, mask: MaskLevel) -> PriceMode:
     """The price mode an episode runs under: the explicit setting, else `rebased` when the
-    mask hides stocks (a raw price level names a stock) and `raw` otherwise."""
+    mask level rebases prices (its row in `MASK_TABLE`: a raw price level names a stock) and
+    `raw` otherwise."""
     if price_mode is not None:
         return price_mode
-    return "rebased" if hides_stocks(mask) else "raw"
+    return "rebased" if rebases_prices(mask) else "raw"
 
 
 class PortfolioOptions(BaseModel):

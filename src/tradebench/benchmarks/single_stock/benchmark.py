@@ -19,13 +19,18 @@ from tradebench.benchmarks.single_stock.episode import build_episode, plan_episo
 from tradebench.benchmarks.single_stock.llm_agent import SingleStockLLMAgent
 from tradebench.benchmarks.single_stock.prompt_files import load_prompts
 from tradebench.benchmarks.single_stock.report import SINGLE_STOCK_SECTIONS
-from tradebench.benchmarks.single_stock.store import single_stock_columns, write_episode
+from tradebench.benchmarks.single_stock.store import (
+    SINGLE_STOCK_COLUMNS,
+    single_stock_columns,
+    write_episode,
+)
 from tradebench.data.dataset import Dataset
 from tradebench.errors import ConfigError
+from tradebench.runs.axes import mask_axis
 from tradebench.runs.protocol import EpisodeContext, EpisodeRef
 from tradebench.runs.records import NOT_APPLICABLE, EpisodeRecord
 from tradebench.runs.spec import AgentEntry, RunSpec, Window
-from tradebench.runs.summary import default_metrics
+from tradebench.runs.summary import BROKER_COLUMNS, default_metrics
 
 NAME = "single_stock"
 INITIAL_WEALTH = 1.0
@@ -95,8 +100,12 @@ class SingleStockBenchmark:
 
     name = NAME
     options_model = SingleStockOptions
-    modes = ()
-    """Personas (the options' `personas`) play the part of modes; the spec's modes are unused."""
+    axes = (mask_axis(),)
+    """Every mask level (for model agents); no modes: personas (the options' `personas`) play
+    their part."""
+    summary_columns = (*BROKER_COLUMNS, *SINGLE_STOCK_COLUMNS)
+    broker_files = True
+    """Its ledger writes the broker's step table (`steps.parquet`: equity, tokens, faults)."""
     report_sections = SINGLE_STOCK_SECTIONS
 
     def expand(

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from tradebench.masking import MaskLevel, hides_stocks
+from tradebench.masking import MaskLevel, rebases_prices
 
 Persona = Literal["risk_seeking", "risk_averse", "adaptive"]
 PERSONAS: tuple[Persona, ...] = ("risk_seeking", "risk_averse", "adaptive")
@@ -128,10 +128,11 @@ class Task(BaseModel):
 
 def resolve_price_mode(price_mode: PriceMode | None, mask: MaskLevel) -> PriceMode:
     """The price mode an episode runs under: the explicit setting, else `rebased` when the
-    mask hides stocks (a price level names a stock) and `actual` otherwise."""
+    mask level rebases prices (its row in `MASK_TABLE`: a price level names a stock) and
+    `actual` otherwise."""
     if price_mode is not None:
         return price_mode
-    return "rebased" if hides_stocks(mask) else "actual"
+    return "rebased" if rebases_prices(mask) else "actual"
 
 
 def resolve_tasks(options: SingleStockOptions, windows: list[tuple[date, date]]) -> list[Task]:

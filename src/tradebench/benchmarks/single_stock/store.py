@@ -78,6 +78,8 @@ SCORE_COLUMNS = (
     "empty_replies",
 )
 """The single-stock columns `summary.parquet` carries beside the common ones."""
+SINGLE_STOCK_COLUMNS = ("cell", "symbol", "persona", "price_mode", *SCORE_COLUMNS)
+"""What `single_stock_columns` returns, in order."""
 
 
 def single_stock_columns(record: EpisodeRecord, folder: Path) -> dict[str, Any]:
