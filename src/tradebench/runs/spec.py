@@ -24,6 +24,7 @@ from pydantic import (
 
 from tradebench.errors import ConfigError
 from tradebench.llm.budget import BudgetConfig
+from tradebench.llm.limits import MinuteLimits
 from tradebench.llm.retry import RetryPolicy
 from tradebench.llm.types import ForcedChoice, ModelConfig, ToolProtocol, check_base_url
 from tradebench.masking import MASK_LEVELS, MaskLevel
@@ -64,6 +65,8 @@ NOT_SENT_TO_MODEL: dict[str, str] = {
     "timeout_s": "the HTTP client's per-attempt timeout (transport)",
     "max_attempts": "how often the HTTP client tries a request (transport)",
     "knowledge_cutoff": "read by the leaderboard only",
+    "limits": "how fast requests are sent, not what they ask",
+    "endpoint": "a preset of where requests go and which tool_choice forms they use",
 }
 """The `AgentEntry` fields that reach neither a model's request nor the reply cache's key,
 each with why. Every other field does: it is sent in the request and hashed in the key
@@ -95,6 +98,16 @@ class AgentEntry(BaseModel):
         description="how a forced tool call is sent: `ladder` (object form of tool_choice, "
         "stepping down when the endpoint refuses or ignores it) or one form pinned "
         "(`object`, `required`, `auto`, `text`)",
+    )
+    limits: MinuteLimits | None = Field(
+        default=None,
+        description="rate limits of this model at its endpoint: `{rpm, tpm}` (requests and "
+        "tokens per minute)",
+    )
+    endpoint: str | None = Field(
+        default=None,
+        description="endpoint preset (vllm, llama.cpp, ollama, lmstudio, openrouter, deepseek, "
+        "together, groq, dashscope, moonshot, zhipu): base_url, key variable and capabilities",
     )
     max_steps: int | None = Field(
         default=None, ge=1, description="cap on this agent's steps per episode (slow models)"
@@ -147,6 +160,7 @@ class AgentEntry(BaseModel):
             extra=self.extra,
             tool_protocol=self.tool_protocol,
             forced_choice=self.forced_choice,
+            endpoint=self.endpoint,
         )
 
 
