@@ -80,8 +80,8 @@ def main(argv: list[str] | None = None) -> None:
         config = ModelConfig(
             provider="openai", model="rate-probe", base_url=server.openai_url, max_tokens=16
         )
-        limits = None if args.no_client_limit else Limits(
-            requests_per_minute=args.rpm, window_s=window
+        limits = (
+            None if args.no_client_limit else Limits(requests_per_minute=args.rpm, window_s=window)
         )
         pool = ModelPool(
             concurrency=args.episodes,

@@ -3,7 +3,10 @@
 One `RateLimiter` stands for one endpoint; pass the same instance to every model that
 shares that endpoint. Minute limits use a sliding 60-second window; the token charge of a
 request is estimated before it is sent (prompt characters / 4 + `max_tokens`) and settled
-with the real usage afterwards.
+with the real usage afterwards. A request holds its place in the window from when it is
+sent until a window after its reply came back: the server saw it at some moment in
+between, so the server's own window never sees more than the limit, however the requests'
+transit times vary (a fresh connection's first request arrives late).
 
 Concurrency adapts to the endpoint (additive increase, multiplicative decrease, as
 inspect_ai's adaptive connections do): an HTTP 429 halves the requests allowed in flight
@@ -16,7 +19,7 @@ has passed, not only the one refused.
 from __future__ import annotations
 
 import asyncio
-import collections
+import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -79,7 +82,8 @@ class LimiterState(BaseModel):
 
 
 class _Charge:
-    """A token charge in the window; `settle` corrects the estimate with real usage."""
+    """A request's place in the window: [ended at (inf while in flight), tokens];
+    `settle` corrects the estimated tokens with real usage."""
 
     def __init__(self, entry: list[float]) -> None:
         self._entry = entry
@@ -88,6 +92,10 @@ class _Charge:
         """Replace the estimated token count with the real one."""
         self._entry[1] = float(tokens)
 
+    def end(self, at: float) -> None:
+        """The request is over (reply, error or cancel): its window runs from `at`."""
+        self._entry[0] = at
+
 
 class RateLimiter:
     """Enforces `Limits` for the requests of one event loop, adapting to 429s."""
@@ -95,8 +103,8 @@ class RateLimiter:
     def __init__(self, limits: Limits) -> None:
         """Start with empty windows; asyncio primitives are made on first use."""
         self.limits = limits
-        self._requests: collections.deque[float] = collections.deque()
-        self._tokens: collections.deque[list[float]] = collections.deque()
+        self._window: list[list[float]] = []
+        """Requests in the window: [ended at (inf while in flight), tokens]."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._room: asyncio.Condition | None = None
         self._gate: asyncio.Lock | None = None
@@ -129,19 +137,17 @@ class RateLimiter:
         """Seconds until a request with `estimate` tokens fits both windows and any
         Retry-After has passed (0 = now)."""
         window = self.limits.window_s
-        while self._requests and self._requests[0] <= now - window:
-            self._requests.popleft()
-        while self._tokens and self._tokens[0][0] <= now - window:
-            self._tokens.popleft()
+        self._window = [e for e in self._window if e[0] > now - window]
         wait = max(self._paused_until - now, 0.0)
         rpm = self.limits.requests_per_minute
-        if rpm is not None and len(self._requests) >= rpm:
-            wait = max(wait, self._requests[0] + window - now)
         tpm = self.limits.tokens_per_minute
-        if tpm is not None and self._tokens:
-            used = sum(t for _, t in self._tokens)
-            if used + estimate > tpm:
-                wait = max(wait, self._tokens[0][0] + window - now)
+        full = rpm is not None and len(self._window) >= rpm
+        if tpm is not None and self._window:
+            full = full or sum(t for _, t in self._window) + estimate > tpm
+        if full:
+            first = min(e[0] for e in self._window)
+            poll = min(window / 100, 0.05)  # all in flight: look again soon
+            wait = max(wait, first + window - now if first != math.inf else poll)
         return wait
 
     async def _admit(self, estimate: int) -> _Charge:
@@ -149,12 +155,9 @@ class RateLimiter:
         async with gate:
             while (wait := self._wait_needed(self._now(), estimate)) > 0:
                 await asyncio.sleep(wait + 0.001)
-            if self.limits.requests_per_minute is None and self.limits.tokens_per_minute is None:
-                return _Charge([0.0, 0.0])  # no minute windows to keep
-            now = self._now()
-            self._requests.append(now)
-            entry = [now, float(estimate)]
-            self._tokens.append(entry)
+            entry = [math.inf, float(estimate)]
+            if self.limits.requests_per_minute or self.limits.tokens_per_minute:
+                self._window.append(entry)
             return _Charge(entry)
 
     @asynccontextmanager
@@ -163,12 +166,18 @@ class RateLimiter:
         minute windows."""
         room, _ = self._bind()
         async with room:
-            await room.wait_for(lambda: self.concurrency is None or self.in_flight < self.concurrency)
+            await room.wait_for(
+                lambda: self.concurrency is None or self.in_flight < self.concurrency
+            )
             self.in_flight += 1
             self.peak = max(self.peak, self.in_flight)
+        charge: _Charge | None = None
         try:
-            yield await self._admit(estimate)
+            charge = await self._admit(estimate)
+            yield charge
         finally:
+            if charge is not None:
+                charge.end(self._now())
             async with room:
                 self.in_flight -= 1
                 room.notify_all()
@@ -209,8 +218,12 @@ class RateLimiter:
     def state(self) -> LimiterState:
         """The limiter's state now."""
         paused = 0.0
-        if self._loop is not None and self._paused_until:
-            paused = max(self._paused_until - self._loop.time(), 0.0)
+        try:
+            clock: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:  # read outside the loop: the loop it last ran on
+            clock = self._loop
+        if clock is not None and self._paused_until:
+            paused = max(self._paused_until - clock.time(), 0.0)
         return LimiterState(
             concurrency=self.concurrency,
             in_flight=self.in_flight,

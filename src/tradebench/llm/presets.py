@@ -38,7 +38,8 @@ class EndpointPreset(BaseModel):
     api_key_env: str | None
     """Variable holding the key; None for local servers that take none (no key is sent)."""
     tool_choice_forms: tuple[ChoiceForm, ...]
-    """The `tool_choice` forms the endpoint honours (absent: refused or silently ignored)."""
+    """The `tool_choice` forms the endpoint honours (absent: refused or silently ignored;
+    empty: the field must be left out)."""
     parallel_tool_calls: bool
     """Several tool calls come back in one reply."""
     json_mode: bool
@@ -128,7 +129,7 @@ PRESETS: dict[str, EndpointPreset] = {
             name="deepseek",
             base_url="https://api.deepseek.com/v1",
             api_key_env="DEEPSEEK_API_KEY",
-            tool_choice_forms=("auto",),
+            tool_choice_forms=(),
             parallel_tool_calls=True,
             json_mode=True,
             reasoning_output=True,

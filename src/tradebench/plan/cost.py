@@ -55,7 +55,7 @@ def measured_load(run_dir: Path, agent: str | None) -> StepLoad | None:
         lines = trace_lines(folder) or []
         name = _episode_agent(folder)
         by_agent.setdefault(name, []).extend(lines)
-    chosen = by_agent.get(agent or "", None) or [x for v in by_agent.values() for x in v]
+    chosen = by_agent.get(agent or "") or [x for v in by_agent.values() for x in v]
     for line in chosen:
         calls = line.get("model_calls") or []
         steps += 1
@@ -116,7 +116,7 @@ def _benchmark_modes(name: str) -> int:
 
     try:
         return max(len(get_benchmark(name).modes), 1)
-    except Exception:  # noqa: BLE001 - an unknown benchmark fails in `run`, not in the plan
+    except Exception:
         return 1
 
 

@@ -25,6 +25,7 @@ from pydantic import (
 from tradebench.errors import ConfigError
 from tradebench.llm.budget import BudgetConfig
 from tradebench.llm.limits import MinuteLimits
+from tradebench.llm.presets import PRESETS
 from tradebench.llm.retry import RetryPolicy
 from tradebench.llm.types import ForcedChoice, ModelConfig, ToolProtocol, check_base_url
 from tradebench.masking import MASK_LEVELS, MaskLevel
@@ -109,6 +110,14 @@ class AgentEntry(BaseModel):
         description="endpoint preset (vllm, llama.cpp, ollama, lmstudio, openrouter, deepseek, "
         "together, groq, dashscope, moonshot, zhipu): base_url, key variable and capabilities",
     )
+
+    @field_validator("endpoint")
+    @classmethod
+    def _known_endpoint(cls, value: str | None) -> str | None:
+        if value is not None and value not in PRESETS:
+            raise ValueError(f"unknown endpoint {value!r}; known: {', '.join(sorted(PRESETS))}")
+        return value
+
     max_steps: int | None = Field(
         default=None, ge=1, description="cap on this agent's steps per episode (slow models)"
     )

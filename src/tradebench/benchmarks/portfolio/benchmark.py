@@ -26,11 +26,16 @@ from tradebench.llm.types import Usage
 from tradebench.market.rules import MarketRules
 from tradebench.registry import Spec
 from tradebench.runs.broker.backtest import build_rule_agent, run_record, score
-from tradebench.runs.broker.engine import BacktestResult, benchmark_result, run_backtest, trading_days
+from tradebench.runs.broker.engine import (
+    BacktestResult,
+    benchmark_result,
+    run_backtest,
+    trading_days,
+)
+from tradebench.runs.broker.store import write_run
 from tradebench.runs.protocol import EpisodeContext, EpisodeRef
 from tradebench.runs.records import EpisodeRecord
 from tradebench.runs.spec import RunSpec, Window
-from tradebench.runs.broker.store import write_run
 from tradebench.runs.summary import default_metrics
 
 NAME = "portfolio"
