@@ -39,9 +39,9 @@ def test_cached_input_tokens_pay_the_cache_rate(synth_dataset_dir: Path, tmp_pat
     assert cached > 0  # the personality reported cache reads
     expected = (fresh * 2.0 + cached * 0.5 + out * 8.0) / 1e6
     undiscounted = ((fresh + cached) * 2.0 + out * 8.0) / 1e6
-    metrics = json.loads((folder / "metrics.json").read_text())
-    assert metrics["cost_usd"] == pytest.approx(expected, rel=1e-9)
-    assert metrics["cost_usd"] < undiscounted
+    episode = json.loads((folder / "episode.json").read_text())
+    assert episode["cost_usd"] == pytest.approx(expected, rel=1e-9)
+    assert episode["cost_usd"] < undiscounted
     assert summary.loc[summary["kind"] == "llm", "cost_usd"].tolist() == [
         pytest.approx(expected, rel=1e-9)
     ]
