@@ -20,9 +20,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from tradebench.errors import ConfigError
-from tradebench.llm.types import Rung
 
 ChoiceForm = Literal["object", "required", "auto", "none"]
+StartRung = Literal["object", "required", "auto"]
+"""The rung of the forced-call ladder a preset starts on (`llm.types.Rung`, less `text`)."""
 """A `tool_choice` value form: the object naming a tool, or one of the three strings."""
 
 
@@ -51,7 +52,7 @@ class EndpointPreset(BaseModel):
     note: str = ""
     """What the capability defaults rest on."""
 
-    def first_rung(self) -> Rung:
+    def first_rung(self) -> StartRung:
         """The strongest rung of the forced-call ladder this endpoint honours: the object
         form, else `required`, else no `tool_choice` with an instruction."""
         if "object" in self.tool_choice_forms:

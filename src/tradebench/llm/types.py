@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from tradebench.errors import ConfigError
+from tradebench.llm.presets import preset
 
 Role = Literal["system", "user", "assistant", "tool"]
 ToolChoice = Literal["auto", "none", "required"] | str
@@ -266,8 +267,6 @@ class ModelConfig(BaseModel):
         """Fill `base_url` and `api_key_env` from the `endpoint` preset where not given."""
         if not isinstance(raw, dict) or raw.get("endpoint") is None:
             return raw
-        from tradebench.llm.presets import preset  # presets import this module
-
         try:
             chosen = preset(str(raw["endpoint"]))
         except ConfigError as exc:

@@ -14,13 +14,19 @@ spread over the spec's concurrency; the longer of the two.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from tradebench.benchmarks import get_benchmark
+from tradebench.errors import ConfigError
 from tradebench.llm.types import Usage
 from tradebench.plan.core import PLAN_SECTIONS, PlanContext, PlanSection
+from tradebench.runs.records import EPISODE_FILE
 from tradebench.runs.spec import AgentEntry
+from tradebench.runs.summary import episode_dirs
+from tradebench.runs.trace import trace_lines
 
 __all__ = ["StepLoad", "agent_load", "cost_section", "measured_load"]
 
@@ -46,9 +52,6 @@ class StepLoad:
 def measured_load(run_dir: Path, agent: str | None) -> StepLoad | None:
     """The mean step load of model episodes in a previous run folder (`agent`'s own when
     it ran there, else every model agent's); None when the folder holds no model steps."""
-    from tradebench.runs.summary import episode_dirs
-    from tradebench.runs.trace import trace_lines
-
     usage, requests, steps, seconds = Usage(), 0, 0, 0.0
     by_agent: dict[str, list[dict]] = {}
     for folder in episode_dirs(Path(run_dir)):
@@ -76,11 +79,9 @@ def measured_load(run_dir: Path, agent: str | None) -> StepLoad | None:
 
 
 def _episode_agent(folder: Path) -> str:
-    """The agent of an episode folder (its `metrics.json`), or `?`."""
-    import json
-
+    """The agent of an episode folder (its `episode.json`), or `?`."""
     try:
-        return str(json.loads((folder / "metrics.json").read_text(encoding="utf-8"))["agent"])
+        return str(json.loads((folder / EPISODE_FILE).read_text(encoding="utf-8"))["agent"])
     except (OSError, ValueError, KeyError, TypeError):
         return "?"
 
@@ -112,11 +113,9 @@ def _episodes(context: PlanContext, steps_cap: int | None) -> tuple[int, int]:
 
 def _benchmark_modes(name: str) -> int:
     """The benchmark's own modes (what an empty `modes:` runs); 1 when it has none."""
-    from tradebench.benchmarks import get_benchmark
-
     try:
         return max(len(get_benchmark(name).modes), 1)
-    except Exception:
+    except ConfigError:  # an unknown benchmark fails in `run`, not in the plan
         return 1
 
 
