@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import time
 
 from tradebench.llm.limits import Limits
@@ -74,6 +75,7 @@ def main(argv: list[str] | None = None) -> None:
         "--no-client-limit", action="store_true", help="pace by the server's 429s alone"
     )
     args = parser.parse_args(argv)
+    logging.getLogger("tradebench").setLevel(logging.ERROR)  # each 429 is counted below
     window = 60.0 / args.scale
     limit = RateLimit(requests=args.rpm, window_s=window, retry_after=True)
     with LoopbackServer(rate_limit=limit) as server:
@@ -97,13 +99,14 @@ def main(argv: list[str] | None = None) -> None:
         states = pool.limiter_states()
         pool.close()
         counts = per_window(server.arrivals, window, args.minutes)
+        let_through = per_window(server.accepted, window, args.minutes)
     label = "client limit" if limits is not None else "server 429s only"
     print(
         f"{args.episodes} episodes, limit {args.rpm}/min ({label}), a minute = {window:g} s, "
         f"{wall:.1f} s wall"
     )
-    for k, n in enumerate(counts):
-        print(f"minute {k + 1}: {n} requests")
+    for k, (n, ok) in enumerate(zip(counts, let_through, strict=True)):
+        print(f"minute {k + 1}: {n} requests ({ok} answered, {n - ok} refused with 429)")
     mean = sum(counts) / len(counts)
     print(
         f"max {max(counts)} per minute (limit {args.rpm}); mean {mean:.1f}/min = "
