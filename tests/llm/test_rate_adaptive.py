@@ -35,18 +35,37 @@ def _config(server: LoopbackServer) -> ModelConfig:
     return ModelConfig(provider="openai", model="m", base_url=server.openai_url, max_tokens=16)
 
 
+async def _episodes(pool: ModelPool, config: ModelConfig, n: int, steps: int) -> None:
+    """`n` episodes starting 0.2 s apart, each sending `steps` requests one after another,
+    50 ms apart: later episodes start while earlier ones wait out a Retry-After."""
+    model = pool.model(config)
+    await model.generate(_ask(-1))  # the HTTP clients are made before the clock matters
+
+    async def episode(e: int) -> None:
+        await asyncio.sleep(0.2 * e)
+        for step in range(steps):
+            await model.generate(_ask(1000 * e + step))
+            await asyncio.sleep(0.05)
+
+    await asyncio.gather(*(episode(e) for e in range(n)))
+
+
 def test_a_429_with_retry_after_holds_every_request_and_halves_concurrency() -> None:
     limit = RateLimit(requests=6, window_s=1.0, retry_after=True)
     with LoopbackServer(rate_limit=limit) as server:
         pool = ModelPool(concurrency=12, cache_mode="off", retry=RETRY)
-        asyncio.run(_burst(pool, _config(server), 24))
-        arrivals, refused = list(server.arrivals), server.limited
-        assert len(server.accepted) == 24  # every question answered in the end
+        asyncio.run(_burst(pool, _config(server), 12))  # 12 at once: 6 refused
         state = next(iter(pool.limiter_states().values()))
-    assert refused >= 1 and state.throttled == refused
-    assert state.lowest is not None and state.lowest <= 6  # halved from 12 at most
-    # after the first 429 (only requests already on their way arrive within 0.15 s),
-    # nothing reaches the server until the Retry-After it sent has passed
+        assert len(server.accepted) == 12  # every question answered in the end
+        assert server.limited >= 1 and state.throttled == server.limited
+        assert state.lowest is not None and state.lowest <= 6  # halved from 12 at most
+    with LoopbackServer(rate_limit=limit) as server:
+        pool = ModelPool(concurrency=8, cache_mode="off", retry=RETRY)
+        asyncio.run(_episodes(pool, _config(server), 4, 6))
+        arrivals = list(server.arrivals)
+        assert len(server.accepted) == 25 and server.limited >= 1
+    # after the first 429 (only requests already on their way arrive within 0.15 s), no
+    # episode's next request reaches the server until the Retry-After it sent has passed
     first_refusal = _first_refusal_time(server)
     quiet_until = first_refusal + _retry_after_at(server, first_refusal)
     early = [t for t in arrivals if first_refusal + 0.15 < t < quiet_until - 0.05]
