@@ -10,14 +10,20 @@ the Retry-After it asked for); the recovery arithmetic is additive increase by o
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
+import pandas as pd
 import pytest
 
+from tests.benchmarks.portfolio.conftest import spec_dict
+from tradebench.benchmarks import run_spec
 from tradebench.llm.limits import Limits, MinuteLimits, RateLimiter
 from tradebench.llm.loopback import LoopbackServer, RateLimit
 from tradebench.llm.retry import RetryPolicy
 from tradebench.llm.types import Message, ModelConfig
 from tradebench.runs.models import ModelPool
+from tradebench.runs.progress import RunProgress
+from tradebench.runs.spec import RunSpec
 
 RETRY = RetryPolicy(max_attempts=50, base_delay_s=0.02, max_delay_s=2.0, jitter=0.0, timeout_s=5)
 
@@ -148,3 +154,23 @@ def test_two_agents_of_one_model_with_different_limits_are_refused() -> None:
     pool.model(config.model_copy(update={"temperature": 0.5}), limits=MinuteLimits(rpm=10))
     with pytest.raises(Exception, match="two different rate limits"):
         pool.model(config.model_copy(update={"temperature": 0.7}), limits=MinuteLimits(rpm=20))
+
+
+def test_a_run_against_a_rate_limited_endpoint_finishes_and_shows_its_limiter(
+    synth_dataset_dir: Path, tmp_path: Path
+) -> None:
+    """A short portfolio run whose endpoint refuses above 3 requests per half second: the
+    run finishes, its steps record the 429s the server sent, and the progress line's
+    limiter state counts them."""
+    limit = RateLimit(requests=3, window_s=0.5, retry_after=True)
+    progress = RunProgress()
+    with LoopbackServer(rate_limit=limit) as server:
+        spec = spec_dict(synth_dataset_dir, server.openai_url, ["blinded"], ["memory_only"])
+        spec["agents"] = [spec["agents"][0] | {"limits": {"rpm": 1000}, "max_attempts": 30}]
+        spec["windows"] = [{"start": "2024-02-01", "end": "2024-02-07"}]
+        asyncio.run(run_spec(RunSpec.model_validate(spec), tmp_path, progress))
+        refused = server.limited
+    steps = pd.read_parquet(next((tmp_path / "episodes").glob("scripted_*")) / "steps.parquet")
+    assert refused >= 1 and int(steps["faults_429"].sum()) == refused
+    assert progress.episodes_done == progress.episodes_total  # the index and the model
+    assert f"429s {refused}" in progress.limiter and "in flight" in progress.limiter
