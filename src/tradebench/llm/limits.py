@@ -113,8 +113,6 @@ class RateLimiter:
         self.in_flight = 0
         self.throttles = 0
         """HTTP 429 answers reported (`throttled()`)."""
-        self.peak = 0
-        """The most requests ever in flight at once."""
         self.lowest: int | None = None
         """The lowest concurrency a 429 cut it to (None: never cut)."""
         self._since_cut = 0
@@ -170,7 +168,6 @@ class RateLimiter:
                 lambda: self.concurrency is None or self.in_flight < self.concurrency
             )
             self.in_flight += 1
-            self.peak = max(self.peak, self.in_flight)
         charge: _Charge | None = None
         try:
             charge = await self._admit(estimate)
