@@ -55,6 +55,10 @@ class DemoOptions:
     seed: int = 0
     model: str | None = None
     base_url: str | None = None
+    api_key_env: str | None = None
+    """Variable holding the key of `model`'s endpoint (sent only when named)."""
+    endpoint: str | None = None
+    """Endpoint preset of `model` (`llm.presets`)."""
     local_model: bool = True
     model_steps: int = 2
     port: int | None = None
@@ -201,12 +205,19 @@ def model_entry(opts: DemoOptions) -> Iterator[tuple[dict[str, Any] | None, Demo
     """The model agent entry and the demo's plan (starting the bundled local model server,
     and timing one prompt-sized request on it, if that model is used)."""
     if opts.model:
-        cfg = ModelConfig.parse(opts.model, base_url=opts.base_url)
+        cfg = ModelConfig.parse(
+            opts.model,
+            base_url=opts.base_url,
+            api_key_env=opts.api_key_env,
+            endpoint=opts.endpoint,
+        )
         entry = {
             "name": cfg.model.replace("/", "_")[:40],
             "provider": cfg.provider,
             "model": cfg.model,
             "base_url": cfg.base_url,
+            "api_key_env": cfg.api_key_env,
+            "endpoint": cfg.endpoint,
             "max_tokens": 400,
             "max_steps": opts.model_steps,
         }

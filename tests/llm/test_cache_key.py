@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 from tradebench.llm.cache import canonical_request, request_key
 from tradebench.llm.types import Message, ModelConfig, ToolCall, ToolSpec
 
-NOT_IN_KEY = {"base_url", "api_key_env"}
-"""Where the model is served and how it is reached: the same model replays after a move.
+NOT_IN_KEY = {"base_url", "api_key_env", "endpoint"}
+"""Where the model is served and how it is reached (an endpoint preset only adds the URL,
+the key variable and the rung the ladder starts on): the same model replays after a move.
 (`forced_choice` is keyed when a form is pinned, as `tool_protocol` is when not `auto`; the
 ladder's default leaves the key as it was, and the rung it reached is not keyed.)"""
 BASE = ModelConfig(provider="openai", model="m", temperature=0.2, max_tokens=64, extra={"a": 1})
@@ -39,6 +40,7 @@ CHANGED_CONFIG: dict[str, Any] = {
     "api_key_env": "OTHER_KEY",
     "tool_protocol": "text",
     "forced_choice": "required",
+    "endpoint": "vllm",
 }
 
 

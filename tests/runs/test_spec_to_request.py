@@ -95,6 +95,8 @@ DOCUMENTED: dict[str, dict[str, Any]] = {
     "timeout_s": {"timeout_s": 30.0},
     "max_attempts": {"max_attempts": 2},
     "knowledge_cutoff": {"knowledge_cutoff": "2020-01-01"},
+    "limits": {"limits": {"rpm": 600, "tpm": 1_000_000}},
+    "endpoint": {"endpoint": "vllm"},
 }
 """Documented fields a model agent can set: each changed on its own agent (`agent` and
 `args` belong to rule agents, which send nothing)."""

@@ -50,8 +50,10 @@ VERBS = (
     Verb(
         "plan",
         "tradebench.cli.plan:plan",
-        "Before a run: the smallest return and Sharpe differences a spec can detect, and the "
-        "days and seeds a target difference needs.",
+        "Before a run: the smallest return and Sharpe differences a spec can detect, the "
+        "days and seeds a target difference needs, and each model agent's requests, tokens, "
+        "cost (from the dated price table; an unknown price is said) and wall time under its "
+        "rate limits.",
     ),
     Verb(
         "attribute",

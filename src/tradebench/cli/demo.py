@@ -7,7 +7,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tradebench.cli.kit import console, exits_on_error
+from tradebench.cli.kit import (
+    ApiKeyEnv,
+    BaseUrl,
+    Endpoint,
+    console,
+    endpoint_fields,
+    exits_on_error,
+)
 
 if TYPE_CHECKING:
     from tradebench.demo import DemoPlan
@@ -109,7 +116,9 @@ def demo(
         str | None,
         typer.Option(help="Also run a model, e.g. openai:gpt-4.1-mini (key from the env)."),
     ] = None,
-    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible server URL.")] = None,
+    base_url: BaseUrl = None,
+    api_key_env: ApiKeyEnv = None,
+    endpoint: Endpoint = None,
     local_model: Annotated[
         bool, typer.Option(help="Use the bundled local model when its extra is installed.")
     ] = True,
@@ -139,7 +148,7 @@ def demo(
         out=out,
         seed=seed,
         model=model,
-        base_url=base_url,
+        **endpoint_fields(endpoint, base_url, api_key_env),
         local_model=local_model,
         port=port,
         threads=threads,

@@ -246,3 +246,64 @@ def budget_config(
         prices=table,
         allow_unknown_price=allow_unknown_price,
     )
+
+
+BaseUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--base-url",
+        help="Endpoint root (OpenAI style includes /v1); default: the --endpoint preset's, "
+        "else the provider's public API.",
+    ),
+]
+ApiKeyEnv = Annotated[
+    str | None,
+    typer.Option(
+        "--api-key-env",
+        help="Environment variable holding the endpoint's key (sent as a bearer token, "
+        "written nowhere); default: the preset's, else none for a --base-url.",
+    ),
+]
+Endpoint = Annotated[
+    str | None,
+    typer.Option(
+        "--endpoint",
+        help="Endpoint preset: vllm, llama.cpp, ollama, lmstudio, openrouter, deepseek, "
+        "together, groq, dashscope (qwen), moonshot, zhipu (base URL, key variable, "
+        "tool_choice forms; docs/llm.md).",
+    ),
+]
+Rpm = Annotated[
+    int | None,
+    typer.Option("--rpm", min=1, help="Rate limit: requests per minute to each endpoint."),
+]
+Tpm = Annotated[
+    int | None,
+    typer.Option("--tpm", min=1, help="Rate limit: tokens per minute to each endpoint."),
+]
+
+
+def endpoint_fields(
+    endpoint: str | None, base_url: str | None, api_key_env: str | None
+) -> dict[str, str]:
+    """The `ModelConfig` fields of the --endpoint, --base-url and --api-key-env options
+    (those given only).
+
+    Raises:
+        ConfigError: --endpoint names no preset.
+    """
+    if endpoint is not None:
+        from tradebench.llm.presets import preset
+
+        preset(endpoint)  # an unknown name fails here, with the known ones listed
+    given = {"endpoint": endpoint, "base_url": base_url, "api_key_env": api_key_env}
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def minute_limits(rpm: int | None, tpm: int | None) -> Any:
+    """The `MinuteLimits` of --rpm and --tpm, or None when neither is given."""
+    if rpm is None and tpm is None:
+        return None
+    from tradebench.llm.limits import MinuteLimits
+
+    return MinuteLimits(rpm=rpm, tpm=tpm)

@@ -7,7 +7,14 @@ from typing import Annotated
 
 import typer
 
-from tradebench.cli.kit import console, exits_on_error
+from tradebench.cli.kit import (
+    ApiKeyEnv,
+    BaseUrl,
+    Endpoint,
+    console,
+    endpoint_fields,
+    exits_on_error,
+)
 from tradebench.errors import ProviderError
 
 app = typer.Typer(
@@ -21,12 +28,9 @@ app = typer.Typer(
 @exits_on_error
 def ping(
     model: Annotated[str, typer.Argument(help="provider:model, e.g. openai:gpt-4.1-mini")],
-    base_url: Annotated[
-        str | None, typer.Option("--base-url", help="Endpoint root (vLLM, Ollama, ...)")
-    ] = None,
-    api_key_env: Annotated[
-        str | None, typer.Option("--api-key-env", help="Variable holding the key")
-    ] = None,
+    base_url: BaseUrl = None,
+    api_key_env: ApiKeyEnv = None,
+    endpoint: Endpoint = None,
     timeout: Annotated[
         float, typer.Option(min=0.1, max=3600.0, help="Per-attempt timeout, seconds")
     ] = 60.0,
@@ -41,7 +45,8 @@ def ping(
     from tradebench.llm.retry import RetryPolicy
     from tradebench.llm.types import ModelConfig
 
-    config = ModelConfig.parse(model, base_url=base_url, api_key_env=api_key_env, max_tokens=64)
+    where = endpoint_fields(endpoint, base_url, api_key_env)
+    config = ModelConfig.parse(model, max_tokens=64, **where)
     result = asyncio.run(ping_model(config, RetryPolicy(max_attempts=2, timeout_s=timeout)))
     verdict = "[green]yes[/]" if result.valid else f"[red]no[/] ({result.error})"
     console.print(f"{result.model}  latency {result.latency_s:.3f} s  attempts {result.attempts}")

@@ -15,12 +15,19 @@ from tradebench.cli.kit import (
     REPLIES_KEPT,
     AllowUnknownPrice,
     AllowWeakSandbox,
+    ApiKeyEnv,
+    BaseUrl,
+    Endpoint,
     MaxCostUsd,
     MaxTokens,
     Prices,
+    Rpm,
+    Tpm,
     budget_config,
     console,
+    endpoint_fields,
     exits_on_error,
+    minute_limits,
 )
 from tradebench.errors import ConfigError
 
@@ -222,14 +229,14 @@ def check_cmd(
 
 
 def _model_configs(
-    models: list[str], base_url: str | None, max_tokens: int, temperature: float
+    models: list[str], where: dict[str, str], max_tokens: int, temperature: float
 ) -> tuple[ModelConfig, ...]:
     from tradebench.llm.types import ModelConfig
 
     if not models:
         raise ConfigError("give at least one --model provider:model, e.g. openai:gpt-4.1-mini")
     return tuple(
-        ModelConfig.parse(m, base_url=base_url, max_tokens=max_tokens, temperature=temperature)
+        ModelConfig.parse(m, max_tokens=max_tokens, temperature=temperature, **where)
         for m in models
     )
 
@@ -243,9 +250,11 @@ def eval_cmd(
         list[str] | None,
         typer.Option("--model", help="provider:model; repeat for several models."),
     ] = None,
-    base_url: Annotated[
-        str | None, typer.Option(help="Endpoint root (OpenAI style includes /v1).")
-    ] = None,
+    base_url: BaseUrl = None,
+    api_key_env: ApiKeyEnv = None,
+    endpoint: Endpoint = None,
+    rpm: Rpm = None,
+    tpm: Tpm = None,
     mode: Annotated[str, typer.Option(help="no_tools, with_tools or agent.")] = "no_tools",
     runs: Annotated[
         int, typer.Option(min=1, max=1000, help="Samples per question (sample_index).")
@@ -340,8 +349,12 @@ def eval_cmd(
         models=()
         if mode == "agent"
         else _model_configs(
-            model or [], base_url, reply_max_tokens, default_temperature(runs, temperature)
+            model or [],
+            endpoint_fields(endpoint, base_url, api_key_env),
+            reply_max_tokens,
+            default_temperature(runs, temperature),
         ),
+        limits=minute_limits(rpm, tpm),
         mode=mode,  # type: ignore[arg-type]
         question_seconds=question_time,
         wheels=None if wheels is None else str(wheels.resolve()),
@@ -424,10 +437,16 @@ def mine_cmd(
         str | None,
         typer.Option(help="provider:model of stage 2 (with tools), if not the --solver."),
     ] = None,
-    base_url: Annotated[str | None, typer.Option(help="Endpoint root of both models.")] = None,
+    base_url: Annotated[
+        str | None, typer.Option("--base-url", help="Endpoint root of both models.")
+    ] = None,
     solver_base_url: Annotated[
         str | None, typer.Option(help="Endpoint root of the solver, if it differs.")
     ] = None,
+    api_key_env: ApiKeyEnv = None,
+    endpoint: Endpoint = None,
+    rpm: Rpm = None,
+    tpm: Tpm = None,
     rounds: Annotated[int, typer.Option(min=1, max=10_000, help="Generation rounds.")] = 1,
     per_round: Annotated[
         int, typer.Option(min=1, max=1000, help="Questions generated per round.")
@@ -484,24 +503,24 @@ def mine_cmd(
     data = None
     if dataset is not None or bars is not None:
         data = _data_ref(dataset, bars, symbol, start, end)
+    where = endpoint_fields(endpoint, base_url, api_key_env)
+    solver_where = endpoint_fields(endpoint, solver_base_url or base_url, api_key_env)
     spec = MineSpec(
         generator=ModelConfig.parse(
-            generator, base_url, max_tokens=reply_max_tokens, temperature=generator_temperature
+            generator, max_tokens=reply_max_tokens, temperature=generator_temperature, **where
         ),
         solver=ModelConfig.parse(
-            solver,
-            solver_base_url or base_url,
-            max_tokens=reply_max_tokens,
-            temperature=solver_temperature,
+            solver, max_tokens=reply_max_tokens, temperature=solver_temperature, **solver_where
         ),
         solver_with_tools=None
         if solver_with_tools is None
         else ModelConfig.parse(
             solver_with_tools,
-            solver_base_url or base_url,
             max_tokens=reply_max_tokens,
             temperature=solver_temperature,
+            **solver_where,
         ),
+        limits=minute_limits(rpm, tpm),
         rounds=rounds,
         per_round=per_round,
         seed=seed,

@@ -37,12 +37,24 @@ def plan(
         typer.Option(
             "--from",
             help="A previous run folder: its measured spread replaces "
-            "--daily-sd, --rho and --seed-sd.",
+            "--daily-sd, --rho and --seed-sd, its measured requests and tokens per step "
+            "replace --requests-per-step, --input-tokens and --output-tokens.",
         ),
     ] = None,
+    requests_per_step: Annotated[
+        float, typer.Option(min=0.0, help="Cost: model requests per decision step.")
+    ] = 2.0,
+    input_tokens: Annotated[
+        int, typer.Option(min=0, help="Cost: input tokens of one request.")
+    ] = 4000,
+    output_tokens: Annotated[
+        int, typer.Option(min=0, help="Cost: output tokens of one request.")
+    ] = 400,
 ) -> None:
-    """Before a run: the smallest return and Sharpe differences a spec can detect, and the
-    days and seeds a target difference needs.
+    """Before a run: the smallest return and Sharpe differences a spec can detect, the
+    days and seeds a target difference needs, and each model agent's requests, tokens,
+    cost (from the dated price table; an unknown price is said) and wall time under its
+    rate limits.
 
     From stated spreads (--daily-sd, --rho, --seed-sd) or a previous run's (--from), at
     80% power and a 5% two-sided level by default. Methods: docs/statistics.md.
@@ -65,6 +77,9 @@ def plan(
         alpha=alpha,
         power=power,
         previous=previous,
+        requests_per_step=requests_per_step,
+        input_tokens_per_request=input_tokens,
+        output_tokens_per_request=output_tokens,
     )
     for section in build_plan(plan_context(spec, assumptions)):
         table = Table(title=section.title, show_header=False)

@@ -12,12 +12,19 @@ from tradebench.cli.endpoint import check_listening
 from tradebench.cli.kit import (
     REPLIES_KEPT,
     AllowUnknownPrice,
+    ApiKeyEnv,
+    BaseUrl,
+    Endpoint,
     MaxCostUsd,
     MaxTokens,
     Prices,
+    Rpm,
+    Tpm,
     budget_config,
     console,
+    endpoint_fields,
     exits_on_error,
+    minute_limits,
 )
 from tradebench.errors import ConfigError
 
@@ -99,10 +106,11 @@ def run(
         str, typer.Option(help="`data`, `data:returns,volume`, or provider:model of an LLM.")
     ],
     out: Annotated[Path, typer.Option("--out", "-o", help="Results folder.")],
-    base_url: Annotated[str | None, typer.Option("--base-url", help="LLM endpoint root.")] = None,
-    api_key_env: Annotated[
-        str | None, typer.Option("--api-key-env", help="Variable holding the key.")
-    ] = None,
+    base_url: BaseUrl = None,
+    api_key_env: ApiKeyEnv = None,
+    endpoint: Endpoint = None,
+    rpm: Rpm = None,
+    tpm: Tpm = None,
     reply_max_tokens: Annotated[
         int, typer.Option("--reply-max-tokens", min=8, help="Output cap per reply.")
     ] = 256,
@@ -154,8 +162,8 @@ def run(
     config = _config(
         AttackConfig,
         attacker=attacker,
-        base_url=base_url,
-        api_key_env=api_key_env,
+        **endpoint_fields(endpoint, base_url, api_key_env),
+        limits=minute_limits(rpm, tpm),
         max_tokens=reply_max_tokens,
         concurrency=concurrency,
         retries=retries,

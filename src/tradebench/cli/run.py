@@ -3,18 +3,28 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from tradebench.cli.kit import (
     AllowUnknownPrice,
+    ApiKeyEnv,
+    BaseUrl,
+    Endpoint,
     MaxCostUsd,
     MaxTokens,
+    Rpm,
+    Tpm,
     console,
+    endpoint_fields,
     exits_on_error,
+    minute_limits,
 )
 from tradebench.errors import ConfigError
+
+if TYPE_CHECKING:
+    from tradebench.runs.spec import RunSpec
 
 
 def parse_agent_args(pairs: list[str]) -> dict[str, object]:
@@ -36,6 +46,26 @@ def parse_agent_args(pairs: list[str]) -> dict[str, object]:
             value = raw.lower() == "true"
         out[key.replace("-", "_")] = value
     return out
+
+
+def with_agent_overrides(spec: RunSpec, where: dict[str, str], limits: Any) -> RunSpec:
+    """`spec` with the command line's endpoint fields (`where`) and rate `limits` (None:
+    unchanged) set on every model agent."""
+    update: dict[str, Any] = dict(where)
+    if limits is not None:
+        update["limits"] = limits
+    if not update:
+        return spec
+    if "endpoint" in where:  # a preset's own URL and key variable, unless given too
+        update.setdefault("base_url", None)
+        update.setdefault("api_key_env", None)
+    from tradebench.runs.spec import AgentEntry
+
+    agents = [
+        AgentEntry.model_validate({**a.model_dump(), **update}) if a.is_llm else a
+        for a in spec.agents
+    ]
+    return spec.model_copy(update={"agents": agents})
 
 
 @exits_on_error(
@@ -129,6 +159,11 @@ def run(
             "default RAY_ADDRESS, else a local one-node cluster.",
         ),
     ] = None,
+    base_url: BaseUrl = None,
+    api_key_env: ApiKeyEnv = None,
+    endpoint: Endpoint = None,
+    rpm: Rpm = None,
+    tpm: Tpm = None,
 ) -> None:
     """Run a spec's whole grid (agents x modes x masks x seeds x windows) into a run folder.
 
@@ -142,6 +177,7 @@ def run(
     request, default 6); the 429s, 5xx, timeouts and dropped connections met, the retries
     and the seconds of backoff are recorded per step and per episode. --executor ray runs
     the same episodes on a Ray cluster (docs/scale.md) with the same results.
+    --endpoint, --base-url, --api-key-env, --rpm and --tpm set those of every model agent.
 
     Example: tradebench run examples/portfolio_baselines.yaml -o runs/baselines
     """
@@ -160,6 +196,9 @@ def run(
         caps["allow_unknown_price"] = True
     if caps:
         loaded = loaded.model_copy(update={"budget": loaded.budget.model_copy(update=caps)})
+    loaded = with_agent_overrides(
+        loaded, endpoint_fields(endpoint, base_url, api_key_env), minute_limits(rpm, tpm)
+    )
     if executor is not None:
         if executor not in ("local", "ray"):
             raise ConfigError(f"--executor {executor!r}: use local or ray")
@@ -186,7 +225,8 @@ def run(
                 completed=p.episodes_done,
                 total=p.episodes_total,
                 extra=f"{p.by_state()}  steps {p.steps_done:,}  model calls "
-                f"{p.model_calls:,}  tokens {p.tokens:,}",
+                f"{p.model_calls:,}  tokens {p.tokens:,}"
+                + (f"  limits: {p.limiter}" if p.limiter else ""),
             )
 
         counters.listeners.append(show)

@@ -228,8 +228,14 @@ class HttpChatModel(ABC):
             raw = await self._send(body)
             return raw, time.perf_counter() - start, None
         async with self._limiter.slot(estimate) as charge:
-            start = time.perf_counter()
-            raw = await self._send(body)
+            start, sent_at = time.perf_counter(), self._limiter.started()
+            try:
+                raw = await self._send(body)
+            except TransientFault as fault:
+                if fault.kind == "http_429":
+                    self._limiter.throttled(fault.retry_after, sent_at)
+                raise
+            self._limiter.succeeded()
             return raw, time.perf_counter() - start, charge
 
     async def _send(self, body: dict[str, Any], probe: bool = False) -> bytes:

@@ -24,6 +24,7 @@ import argparse
 import collections
 import hashlib
 import json
+import math
 import re
 import socket
 import threading
@@ -43,6 +44,7 @@ Quirk = Literal[
     "choice_rejected",
     "none_auto_only",
     "choice_ignored",
+    "object_choice_ignored",
     "text_only",
     "reasoning",
     "cached_usage",
@@ -54,6 +56,8 @@ Quirk = Literal[
 - `none_auto_only`: HTTP 400 for a `tool_choice` other than `none` / `auto` (MiniMax).
 - `choice_ignored`: `tool_choice` is dropped unread; the model answers in text unless
   asked in words to call a tool (Ollama).
+- `object_choice_ignored`: the object form of `tool_choice` is dropped unread (the request
+  runs as `auto`); the string forms are honoured (llama.cpp's server).
 - `text_only`: never a native tool call, whatever is asked; a tool is called only in the
   text protocol's `<tool_call>` convention, when the prompt's catalogue and closing turn
   ask for it (a model whose native calling is broken).
@@ -63,6 +67,9 @@ Quirk = Literal[
 - `cached_usage`: usage reports half the prompt tokens as read from a prompt cache
   (`prompt_tokens_details.cached_tokens`; Anthropic: `cache_read_input_tokens`, left out
   of its `input_tokens`).
+
+Rate limits are a personality of their own (`RateLimit`): above a number of requests per
+window the server answers HTTP 429, with or without a Retry-After header.
 """
 REASONING_TEXT = (
     "Weighing the options before answering. A call like "
@@ -408,6 +415,31 @@ def _anthropic_usage(prompt_len: int, out: int, quirks: frozenset[str]) -> dict[
     }
 
 
+def _drops_choice(quirks: frozenset[str], choice: Any) -> bool:
+    """True when the personality never reads this request's `tool_choice`."""
+    if choice is None:
+        return False
+    return "choice_ignored" in quirks or (
+        "object_choice_ignored" in quirks and isinstance(choice, dict)
+    )
+
+
+class RateLimit(BaseModel):
+    """A rate-limit personality: at most `requests` accepted per sliding `window_s`;
+    above it HTTP 429, with a Retry-After header (the seconds until the window frees a
+    slot, rounded up to a tenth: a scaled-down window in a test keeps its scale) when
+    `retry_after` is set."""
+
+    model_config = ConfigDict(frozen=True)
+
+    requests: int = Field(ge=1)
+    """Requests accepted per window."""
+    window_s: float = Field(default=60.0, gt=0)
+    """The window (60 s: a requests-per-minute limit)."""
+    retry_after: bool = True
+    """Send Retry-After with each 429."""
+
+
 def _error_body(wire: Wire, status: int, text: str) -> dict[str, Any]:
     message = text or f"scripted HTTP {status}"
     if wire == "anthropic":
@@ -454,8 +486,13 @@ class _Handler(BaseHTTPRequestHandler):
             owner.record(seen.model_copy(update={"reply": "error"}))
             self._send(400, _error_body(wire, 400, rejection))
             return
+        limited = owner.rate_limited()
+        if limited is not None:
+            owner.record(seen.model_copy(update={"reply": "error"}))
+            self._send(429, _error_body(wire, 429, "rate limit exceeded"), limited)
+            return
         heard = seen
-        if "choice_ignored" in owner.quirks and isinstance(body, dict):
+        if isinstance(body, dict) and _drops_choice(owner.quirks, body.get("tool_choice")):
             heard = seen.model_copy(
                 update={"body": {k: v for k, v in body.items() if k != "tool_choice"}}
             )
@@ -533,6 +570,7 @@ class LoopbackServer:
         drops: Iterable[Literal["tools", "system"]] = (),
         serves: str = "loopback",
         quirks: Iterable[Quirk] = (),
+        rate_limit: RateLimit | None = None,
     ) -> None:
         """Queue `script`; `responder` answers once it runs out; `latency_s` delays all.
 
@@ -542,6 +580,9 @@ class LoopbackServer:
         llama.cpp does).
         `quirks` give the server an endpoint's personality (`Quirk`); with quirks and no
         `responder`, `personality_responder` answers.
+        `rate_limit` answers HTTP 429 above a request rate (`RateLimit`); `arrivals` keeps
+        the arrival times (`time.monotonic()`) of every request it judged, `accepted` those
+        let through, `limited` counts the 429s.
         """
         self.serves = serves
         self.latency_s = latency_s
@@ -555,6 +596,11 @@ class LoopbackServer:
         never from the script, and kept apart from `requests`."""
         self.in_flight = 0
         self.max_in_flight = 0
+        self.rate_limit = rate_limit
+        self.accepted: list[float] = []
+        self.arrivals: list[float] = []
+        self.limited = 0
+        self._window: collections.deque[float] = collections.deque()
         self._script: collections.deque[Reply] = collections.deque(script)
         self._lock = threading.Lock()
         self._server: _Server | None = None
@@ -601,6 +647,26 @@ class LoopbackServer:
                 m for m in kept.get("messages") or [] if (m or {}).get("role") != "system"
             ]
         return len(json.dumps(kept))
+
+    def rate_limited(self) -> dict[str, str] | None:
+        """None to let the request through (its time is kept), else the 429's headers."""
+        if self.rate_limit is None:
+            return None
+        with self._lock:
+            now = time.monotonic()
+            self.arrivals.append(now)
+            window = self.rate_limit.window_s
+            while self._window and self._window[0] <= now - window:
+                self._window.popleft()
+            if len(self._window) < self.rate_limit.requests:
+                self._window.append(now)
+                self.accepted.append(now)
+                return None
+            self.limited += 1
+            if not self.rate_limit.retry_after:
+                return {}
+            wait = self._window[0] + window - now
+            return {"Retry-After": f"{max(0.1, math.ceil(wait * 10) / 10):g}"}
 
     def record_probe(self, request: RecordedRequest) -> None:
         """Keep a probe request apart from the model requests."""

@@ -49,6 +49,7 @@ from tradebench.llm.parsing import (
     recover_calls,
     recover_forced_call,
 )
+from tradebench.llm.presets import preset
 from tradebench.llm.redact import llm_logger
 from tradebench.llm.retry import FaultStats, RetryPolicy, call_with_retries
 from tradebench.llm.text_tools import plain_messages
@@ -57,6 +58,7 @@ from tradebench.llm.types import (
     CallFaults,
     ChatResponse,
     Message,
+    ModelConfig,
     Rung,
     ToolCall,
     ToolChoice,
@@ -268,6 +270,15 @@ class OpenAIChatModel(HttpChatModel):
     send_auto: bool = True
     """Send `tool_choice: auto` (False once the endpoint rejected it: then omitted)."""
     _probe_lock: asyncio.Lock | None = None
+
+    def __init__(self, config: ModelConfig, **options: Any) -> None:
+        """As `HttpChatModel`; an `endpoint` preset sets the ladder's first rung and
+        whether `tool_choice: auto` is sent, from the forms the endpoint is known to take."""
+        super().__init__(config, **options)
+        if config.endpoint is not None:
+            known = preset(config.endpoint)
+            self.rung = known.first_rung()
+            self.send_auto = known.sends_auto()
 
     async def generate(
         self,

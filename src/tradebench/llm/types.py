@@ -11,9 +11,10 @@ from collections.abc import Iterable
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from tradebench.errors import ConfigError
+from tradebench.llm.presets import preset
 from tradebench.llm.providers import check_provider, registered_providers
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -251,6 +252,10 @@ class ModelConfig(BaseModel):
     text: for servers whose chat template drops tools), or `auto`: native, except that a
     custom `base_url` is probed once for a template that drops tools or the system turn,
     and gets `text` (and the system text folded into the first user turn) if so."""
+    endpoint: str | None = None
+    """A named endpoint preset (`llm.presets`: `deepseek`, `ollama`, ...): fills `base_url`
+    and `api_key_env` where they are not given and sets which `tool_choice` forms are
+    tried. Where requests go, not what they ask: outside the reply cache's key."""
     forced_choice: ForcedChoice = "ladder"
     """How a forced tool call is sent (OpenAI-compatible endpoints): `ladder` starts with
     the object form of `tool_choice` and steps down (`required`, `auto` with an
@@ -261,6 +266,23 @@ class ModelConfig(BaseModel):
     @classmethod
     def _registered(cls, value: str) -> str:
         return check_provider(value)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_preset(cls, raw: Any) -> Any:
+        """Fill `base_url` and `api_key_env` from the `endpoint` preset where not given."""
+        if not isinstance(raw, dict) or raw.get("endpoint") is None:
+            return raw
+        try:
+            chosen = preset(str(raw["endpoint"]))
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        out = dict(raw)
+        if out.get("base_url") is None:
+            out["base_url"] = chosen.base_url
+        if out.get("api_key_env") is None:
+            out["api_key_env"] = chosen.api_key_env
+        return out
 
     @field_validator("base_url")
     @classmethod

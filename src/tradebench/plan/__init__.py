@@ -3,11 +3,12 @@
 A plan is a list of sections, each built from one `PlanContext` (the spec, its windows'
 decision days, the assumptions given on the command line) by a builder registered in
 `PLAN_SECTIONS` under its name; `build_plan` runs them in registration order. A new
-section (cost and time, say) is one module that registers a builder and is imported
-here, nothing else changes. The power section lives in `plan.power`.
+section is one module that registers a builder and is imported here, nothing else
+changes. The power section lives in `plan.power`, the cost and time section in
+`plan.cost`.
 """
 
-from tradebench.plan import power
+from tradebench.plan import cost, power
 from tradebench.plan.core import (
     PLAN_SECTIONS,
     PlanAssumptions,
@@ -23,6 +24,7 @@ __all__ = [
     "PlanContext",
     "PlanSection",
     "build_plan",
+    "cost",
     "plan_context",
     "power",
 ]

@@ -40,7 +40,14 @@ class PlanAssumptions:
     power: float = 0.8
     """Power."""
     previous: Path | None = None
-    """A previous run folder whose variance replaces the stated sds and rho."""
+    """A previous run folder whose variance replaces the stated sds and rho, and whose
+    measured requests and tokens per step replace the stated ones."""
+    requests_per_step: float = 2.0
+    """Model requests per decision step (research, then the submission)."""
+    input_tokens_per_request: int = 4000
+    """Input tokens of one request."""
+    output_tokens_per_request: int = 400
+    """Output tokens of one request (at most the agent's `max_tokens`)."""
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from tradebench.data.dataset import load_dataset
 from tradebench.errors import ConfigError
 from tradebench.llm.budget import BudgetConfig
 from tradebench.llm.cache import CacheMode
+from tradebench.llm.limits import MinuteLimits
 from tradebench.llm.retry import RetryPolicy
 from tradebench.llm.types import ModelConfig
 from tradebench.probe.attempt import Attempt
@@ -65,6 +66,10 @@ class AttackConfig(BaseModel):
     """`readwrite`, `replay` or `off`."""
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     """Token and cost caps of the LLM attacker over the run."""
+    endpoint: str | None = None
+    """Endpoint preset of the LLM attacker (`llm.presets`)."""
+    limits: MinuteLimits | None = None
+    """Rate limits of each endpoint (`--rpm`, `--tpm`); None = none but the 429s'."""
     levels: tuple[str, ...] = ()
     """Mask levels to attack (empty: all in the file)."""
     price_modes: tuple[str, ...] = ()
@@ -141,6 +146,7 @@ def _llm_attempts(
         config.attacker,
         base_url=config.base_url,
         api_key_env=config.api_key_env,
+        endpoint=config.endpoint,
         max_tokens=config.max_tokens,
         temperature=config.temperature,
     )
@@ -151,6 +157,7 @@ def _llm_attempts(
         cache_mode=config.cache_mode,
         concurrency=config.concurrency,
         retry=RetryPolicy(timeout_s=config.timeout_s, max_attempts=config.max_attempts),
+        limits=None if config.limits is None else config.limits.limits(),
         resume_hint=(
             "raise --max-tokens/--max-cost-usd and rerun the same command to continue "
             "(answered payloads come from the cache for free)"

@@ -180,8 +180,8 @@ async def run_models(
     )
     models = {
         a.name: ObservedModel(
-            pool.model(a.model_config_(), a.retry_policy()),
-            lambda reply: progress.called(reply.latency_s),
+            pool.model(a.model_config_(), a.retry_policy(), a.limits),
+            lambda reply: progress.called(reply.latency_s, pool.limiter_line()),
         )
         for a in spec.llm_agents()
     }

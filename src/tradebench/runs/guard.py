@@ -45,7 +45,7 @@ the results of existing episodes (a fill rule, a metric, a prompt), so that a fo
 before it is not resumed by code that would compute its remaining episodes differently."""
 TRANSPORT_KEYS = frozenset({"concurrency", "budget", "cache", "executor"})
 """Top-level spec keys a rerun may change."""
-AGENT_TRANSPORT_KEYS = frozenset({"base_url", "api_key_env", "timeout_s", "max_attempts"})
+AGENT_TRANSPORT_KEYS = frozenset({"base_url", "api_key_env", "timeout_s", "max_attempts", "limits"})
 """Agent keys a rerun may change (in the entry or in its `model` block)."""
 GRID_AXES = ("windows", "modes", "masks", "seeds", "agents")
 """Spec lists whose new entries `--add-cells` may append."""

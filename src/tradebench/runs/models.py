@@ -15,12 +15,12 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import TypeVar
 
-from tradebench.errors import BudgetExceeded
+from tradebench.errors import BudgetExceeded, ConfigError
 from tradebench.files import read_model, write_text_atomic
 from tradebench.llm.base import ChatModel, get_model
 from tradebench.llm.budget import Budget, BudgetConfig, BudgetState
 from tradebench.llm.cache import CacheMode, ResponseCache
-from tradebench.llm.limits import Limits, RateLimiter
+from tradebench.llm.limits import LimiterState, Limits, MinuteLimits, RateLimiter
 from tradebench.llm.retry import RetryPolicy
 from tradebench.llm.types import ModelConfig
 
@@ -90,23 +90,56 @@ class ModelPool:
         self._models: dict[str, ChatModel] = {}
         self._limiters: dict[str, RateLimiter] = {}
 
-    def model(self, config: ModelConfig, retry: RetryPolicy | None = None) -> ChatModel:
+    def model(
+        self,
+        config: ModelConfig,
+        retry: RetryPolicy | None = None,
+        limits: MinuteLimits | None = None,
+    ) -> ChatModel:
         """The pool's model for `config` (built once per distinct configuration); `retry`
-        overrides the pool's policy for this model."""
+        overrides the pool's policy for this model, `limits` its rate limits (requests and
+        tokens per minute, shared by every configuration of the same model and endpoint).
+
+        Every endpoint gets a limiter, limits or not: an HTTP 429 halves the requests
+        allowed in flight there and a Retry-After holds them all (`llm.limits`)."""
         key = config.model_dump_json() + (retry.model_dump_json() if retry else "")
         if key not in self._models:
-            limiter = None
-            if self.limits is not None:
-                endpoint = config.base_url or config.provider
-                limiter = self._limiters.setdefault(endpoint, RateLimiter(self.limits))
             self._models[key] = get_model(
                 config,
                 cache=self.cache,
                 budget=self.budget,
-                limits=limiter,
+                limits=self._limiter(config, limits),
                 retry=retry or self.retry,
             )
         return self._models[key]
+
+    def _limiter(self, config: ModelConfig, limits: MinuteLimits | None) -> RateLimiter:
+        """The limiter of `config`'s endpoint: one per `base_url` for the pool's limits,
+        one per endpoint and model for a model's own `limits`."""
+        endpoint = config.base_url or config.provider
+        if limits is None:
+            return self._limiters.setdefault(endpoint, RateLimiter(self.limits or Limits()))
+        own = limits.limits()
+        if self.limits is not None:
+            own = own.model_copy(update={"max_concurrency": self.limits.max_concurrency})
+        name = f"{endpoint} {config.model}"
+        found = self._limiters.get(name)
+        if found is not None and found.limits != own:
+            raise ConfigError(
+                f"{config.label} at {endpoint} has two different rate limits in one run; "
+                "give every agent of that model and endpoint the same `limits`"
+            )
+        return self._limiters.setdefault(name, RateLimiter(own))
+
+    def limiter_states(self) -> dict[str, LimiterState]:
+        """Each endpoint limiter's state, by endpoint (and model, for a model's own)."""
+        return {name: limiter.state() for name, limiter in self._limiters.items()}
+
+    def limiter_line(self) -> str:
+        """The limiters' states on one line for a progress display (empty before any)."""
+        return "; ".join(
+            f"{name}: {state.describe()}" for name, state in self.limiter_states().items()
+        )
 
     async def bounded(self, fn: Callable[[T], Awaitable[R]], item: T) -> R:
         """`fn(item)`, started once one of the pool's `concurrency` slots is free."""

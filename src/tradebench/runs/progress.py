@@ -46,6 +46,9 @@ class RunProgress:
     """Model replies received by this invocation (cache hits included; local executor)."""
     model_seconds: float = 0.0
     """Their summed latency (a hit adds its recorded latency)."""
+    limiter: str = ""
+    """The endpoint limiters' state (`ModelPool.limiter_line`): requests in flight of
+    those allowed, 429s met, any Retry-After pause (local executor)."""
     listeners: list[Callable[[RunProgress], None]] = field(default_factory=list)
 
     def bump(self, *, episodes: int = 0, steps: int = 0, tokens: int = 0) -> None:
@@ -56,8 +59,11 @@ class RunProgress:
         self.states["done"] += episodes
         self._notify()
 
-    def called(self, latency_s: float) -> None:
-        """Count one model reply that took `latency_s` seconds."""
+    def called(self, latency_s: float, limiter: str | None = None) -> None:
+        """Count one model reply that took `latency_s` seconds; `limiter` is the limiters'
+        state after it (None: unchanged)."""
+        if limiter is not None:
+            self.limiter = limiter
         self.model_calls += 1
         self.model_seconds += latency_s
         self._notify()

@@ -24,6 +24,7 @@ from pydantic import (
 
 from tradebench.errors import ConfigError
 from tradebench.llm.budget import BudgetConfig
+from tradebench.llm.limits import MinuteLimits
 from tradebench.llm.retry import RetryPolicy
 from tradebench.llm.types import ModelConfig
 
@@ -65,6 +66,8 @@ NOT_SENT_TO_MODEL: dict[str, str] = {
     "timeout_s": "the HTTP client's per-attempt timeout (transport)",
     "max_attempts": "how often the HTTP client tries a request (transport)",
     "knowledge_cutoff": "read by the leaderboard only",
+    "limits": "how fast requests are sent, not what they ask",
+    "endpoint": "a preset of where requests go and which tool_choice forms they use",
 }
 """The agent-entry fields (the entry's own and its `model` block's) that reach neither a
 model's request nor the reply cache's key, each with why. Every other field does: it is sent
@@ -139,6 +142,11 @@ class AgentEntry(BaseModel):
         default=None,
         description="how to reach the model of a model agent (`provider`, `model`, "
         "`base_url`, `api_key_env`, `temperature`, `max_tokens`, ...), or `provider:model`",
+    )
+    limits: MinuteLimits | None = Field(
+        default=None,
+        description="rate limits of this model at its endpoint: `{rpm, tpm}` (requests and "
+        "tokens per minute)",
     )
     max_steps: int | None = Field(
         default=None, ge=1, description="cap on this agent's steps per episode (slow models)"

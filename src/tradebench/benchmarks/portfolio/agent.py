@@ -30,6 +30,7 @@ from tradebench.benchmarks.portfolio.prompt_files import (
 from tradebench.benchmarks.portfolio.submit_schema import SubmitLimits
 from tradebench.benchmarks.portfolio.tools import Submission, research_tools, submit_tool
 from tradebench.llm.base import ChatModel
+from tradebench.llm.prices import Price
 from tradebench.market.ledger import AccountSnapshot
 from tradebench.market.orders import Action
 from tradebench.market.rules import MarketRules
@@ -64,6 +65,8 @@ class PortfolioLLMAgent:
     limit_filter: bool = False
     """Leave limit-up names out of the BUY candidates and refuse SELLs of limit-down names
     (`limit_filter`)."""
+    price: Price | None = None
+    """The model's price: each step's `cost_usd` (None: unknown)."""
     _masker: Masker | None = field(default=None, repr=False)
     _system: str | None = field(default=None, repr=False)
 
@@ -118,12 +121,12 @@ class PortfolioLLMAgent:
             result = await run_json_answer(
                 self.model, system=system, user=user, submit=submit, config=self.loop
             )
-            return decision_from_loop(result)
+            return decision_from_loop(result, self.price)
         tools = research_tools(ctx, masker) if self.mode == "open_research" else []
         result = await run_tool_loop(
             self.model, system=system, user=user, tools=tools, submit=submit, config=self.loop
         )
-        return decision_from_loop(result)
+        return decision_from_loop(result, self.price)
 
 
 def _buyable(
@@ -142,8 +145,10 @@ def rebase_close(view: MarketView, first_day: Any) -> np.ndarray:
     return rows[0] if rows.shape[0] else np.full(len(view.symbols), np.nan)
 
 
-def decision_from_loop(result: LoopResult) -> Decision:
-    """Map a loop record to a `Decision` with diagnostics and the masked trace."""
+def decision_from_loop(result: LoopResult, price: Price | None = None) -> Decision:
+    """Map a loop record to a `Decision` with diagnostics and the masked trace; with a
+    `price`, the step's cost: each model call priced on its own (its request tier, its
+    cached input tokens at the cache-read rate)."""
     submission: Submission | None = result.action
     research = [c for c in result.tool_calls if c.phase == "research" and c.name != "submit_action"]
     trace = {
@@ -164,6 +169,9 @@ def decision_from_loop(result: LoopResult) -> Decision:
         research_cap_hit=result.research_cap_hit,
         tokens_in=result.usage.input_tokens,
         tokens_out=result.usage.output_tokens,
+        cost_usd=None
+        if price is None
+        else sum(price.request_cost(c.usage) for c in result.model_calls),
         faults=result.faults,
         sent_ids=tuple(o.stock_id for o in submission.sent.orders) if submission else (),
         trace=trace,

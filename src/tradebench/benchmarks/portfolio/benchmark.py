@@ -222,8 +222,10 @@ class PortfolioBenchmark:
         prompts = load_prompts(opts.prompt_version)
         config = ctx.agent.model_config_()
         price_mode = resolve_price_mode(opts.price_mode, ref.mask)  # type: ignore[arg-type]
+        price = ctx.spec.budget.price_for(config)
         agent = PortfolioLLMAgent(
             model=ctx.model,
+            price=price,
             mode=ref.mode,
             mask=ref.mask,  # type: ignore[arg-type]
             seed=ref.seed,
@@ -253,7 +255,6 @@ class PortfolioBenchmark:
             input_tokens=int(result.steps["tokens_in"].fillna(0).sum()),
             output_tokens=int(result.steps["tokens_out"].fillna(0).sum()),
         )
-        price = ctx.spec.budget.price_for(config)
         extra: dict[str, Any] = {
             "prompt_version": prompts.version,
             "prompt_sha256": prompts.sha256,
@@ -268,8 +269,8 @@ class PortfolioBenchmark:
             exposure = episode_lot_exposure(ctx.dataset, start, end, rules)
             extra["lot_visible_share"] = exposure.visible_share
             extra["capital_to_hide_lots"] = exposure.capital_to_hide
-        if price is not None:
-            extra["cost_usd"] = price.cost(used)
+        if price is not None:  # the steps' costs: cached input at the cache-read rate
+            extra["cost_usd"] = float(result.steps["cost_usd"].fillna(0.0).sum())
         return result, extra
 
 

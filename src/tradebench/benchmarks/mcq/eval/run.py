@@ -46,6 +46,7 @@ from tradebench.files import write_parquet_atomic, write_text_atomic
 from tradebench.llm.base import ChatModel
 from tradebench.llm.budget import BudgetConfig
 from tradebench.llm.cache import CacheMode
+from tradebench.llm.limits import MinuteLimits
 from tradebench.llm.retry import RetryPolicy
 from tradebench.llm.types import ModelConfig
 from tradebench.registry import Spec
@@ -125,6 +126,8 @@ class EvalSpec(BaseModel):
     """Response cache mode (`replay` reruns without any endpoint)."""
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     """Token and cost caps over the whole evaluation (every model and run)."""
+    limits: MinuteLimits | None = None
+    """Rate limits of each endpoint (`--rpm`, `--tpm`); None = none but the 429s'."""
 
     @model_validator(mode="after")
     def _who(self) -> EvalSpec:
@@ -208,6 +211,8 @@ class EvalRow(BaseModel):
     """run_python calls made."""
     transcript: str
     """JSON of the assistant and tool turns (redacted)."""
+    tool_choice_fallbacks: int = 0
+    """Steps down the forced-call ladder (`tool_choice` forms refused or ignored)."""
 
 
 class EvalSummary(BaseModel):
@@ -302,6 +307,7 @@ def _row(model: ChatModel, mode: str, run: int, record: MCQRecord, result: Solve
         model_calls=result.model_calls,
         tool_calls=result.tool_calls,
         transcript=result.transcript,
+        tool_choice_fallbacks=result.tool_choice_fallbacks,
     )
 
 
@@ -425,6 +431,7 @@ def model_pool(spec: EvalSpec, out_dir: Path, retry: RetryPolicy | None) -> Mode
         cache_mode=spec.cache_mode,
         concurrency=spec.concurrency,
         retry=retry,
+        limits=None if spec.limits is None else spec.limits.limits(),
         resume_hint=(
             "raise --max-tokens/--max-cost-usd and rerun the same command to continue "
             "(answered questions come from the cache for free)"

@@ -81,6 +81,9 @@ class SolveResult(BaseModel):
     """`run_python` calls made (tools mode)."""
     transcript: str
     """JSON of the messages after the question (assistant and tool turns), redacted."""
+    tool_choice_fallbacks: int = 0
+    """Steps down the forced-call ladder: `tool_choice` forms the endpoint refused or
+    ignored (`llm.openai_provider`)."""
 
 
 class Solver(Protocol):
@@ -245,6 +248,7 @@ class WithToolsSolver:
             model_calls=len(result.model_calls),
             tool_calls=result.research_calls,
             transcript=_transcript(result.messages[2:]),
+            tool_choice_fallbacks=result.faults.tool_choice_fallbacks,
         )
 
 

@@ -116,6 +116,9 @@ class ModelSummary(BaseModel):
     """Sum of recorded model-call latencies."""
     latency_s_per_attempt: float
     """`latency_s` / attempts."""
+    tool_choice_fallbacks: int = 0
+    """Steps down the forced-call ladder over all attempts: `tool_choice` forms the endpoint
+    refused or ignored before one worked (0 for results written before they were kept)."""
 
 
 def _none(value: float) -> float | None:
@@ -186,6 +189,9 @@ def _model_summary(rows: pd.DataFrame) -> ModelSummary:
         tokens_per_attempt=tokens / attempts if attempts else 0.0,
         latency_s=latency,
         latency_s_per_attempt=latency / attempts if attempts else 0.0,
+        tool_choice_fallbacks=int(rows["tool_choice_fallbacks"].sum())
+        if "tool_choice_fallbacks" in rows.columns
+        else 0,
     )
 
 

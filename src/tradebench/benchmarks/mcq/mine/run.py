@@ -460,6 +460,7 @@ def run_mine(
         cache_mode=spec.cache_mode,
         concurrency=spec.concurrency,
         retry=retry,
+        limits=None if spec.limits is None else spec.limits.limits(),
         resume_hint=(
             "finished rounds are kept; raise --max-tokens/--max-cost-usd and rerun the same "
             "command to finish the run"

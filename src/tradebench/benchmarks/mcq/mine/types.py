@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tradebench.benchmarks.mcq.config import DataRef
 from tradebench.llm.budget import BudgetConfig
 from tradebench.llm.cache import CacheMode
+from tradebench.llm.limits import MinuteLimits
 from tradebench.llm.types import ModelConfig, Usage
 
 Outcome = Literal[
@@ -68,6 +69,8 @@ class MineSpec(BaseModel):
     """Response cache mode (DB_DIR/cache.sqlite)."""
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     """Token and cost caps of a run (both models; spend saved in DB_DIR/budget.json)."""
+    limits: MinuteLimits | None = None
+    """Rate limits of each endpoint (`--rpm`, `--tpm`); None = none but the 429s'."""
 
 
 class TokenCount(BaseModel):
