@@ -11,8 +11,14 @@ pool without limits, so the server's 429s and Retry-After pace it (adaptive conc
 `--scale K` runs K times faster: a "minute" lasts 60/K seconds on both sides (the limits
 per window are unchanged), e.g. `--scale 10 --minutes 10` takes one minute of wall time.
 
+`--grid` runs real episodes instead: a portfolio grid of `--episodes` model episodes (one
+per seed, memory-only, blinded) on the embedded synthetic market through `run_spec`, the
+spec's agent carrying `limits: {rpm}` (real time only: a spec's minute is 60 s). Every
+request then is a step's model call with its prompt, parse and journal, as in a run.
+
     python perf/rate_limit.py --rpm 60 --episodes 32 --minutes 3
     python perf/rate_limit.py --scale 10 --minutes 10
+    python perf/rate_limit.py --grid --episodes 32 --minutes 3
 """
 
 from __future__ import annotations
@@ -20,13 +26,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import tempfile
 import time
+from pathlib import Path
 
+import pandas as pd
+
+from tradebench.benchmarks import run_spec
+from tradebench.data.synth import SynthConfig, synthesize
 from tradebench.llm.limits import Limits
 from tradebench.llm.loopback import LoopbackServer, RateLimit
 from tradebench.llm.retry import RetryPolicy
 from tradebench.llm.types import Message, ModelConfig
 from tradebench.runs.models import ModelPool
+from tradebench.runs.spec import RunSpec
 
 
 async def _episodes(pool: ModelPool, config: ModelConfig, n: int, seconds: float) -> int:
@@ -49,6 +62,34 @@ async def _episodes(pool: ModelPool, config: ModelConfig, n: int, seconds: float
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
     return replies
+
+
+def _grid(url: str, episodes: int, rpm: int, folder: Path) -> pd.DataFrame:
+    """A portfolio grid of `episodes` memory-only model episodes (one per seed) against
+    `url` with the agent's `limits: {rpm}`; its summary's model rows."""
+    data = folder / "synth"
+    synthesize(data, SynthConfig(seed=0))
+    spec = {
+        "benchmark": "portfolio",
+        "dataset": str(data),
+        "windows": [{"start": "2024-01-29", "end": "2024-02-06"}],
+        "modes": ["memory_only"],
+        "masks": ["blinded"],
+        "seeds": list(range(episodes)),
+        "agents": [
+            {
+                "name": "limited",
+                "model": {"provider": "openai", "model": "rate-probe", "base_url": url},
+                "limits": {"rpm": rpm},
+                "max_attempts": 1000,
+            }
+        ],
+        "concurrency": episodes,
+        "cache": {"mode": "off"},
+    }
+    summary = asyncio.run(run_spec(RunSpec.model_validate(spec), folder / "run"))
+    frame = pd.read_parquet(summary)
+    return frame[frame["kind"] == "llm"]
 
 
 def per_window(times: list[float], window_s: float, windows: int) -> list[int]:
@@ -74,8 +115,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--no-client-limit", action="store_true", help="pace by the server's 429s alone"
     )
+    parser.add_argument("--grid", action="store_true", help="real portfolio episodes")
     args = parser.parse_args(argv)
     logging.getLogger("tradebench").setLevel(logging.ERROR)  # each 429 is counted below
+    if args.grid:
+        grid_main(args.rpm, args.episodes, args.minutes)
+        return
     window = 60.0 / args.scale
     limit = RateLimit(requests=args.rpm, window_s=window, retry_after=True)
     with LoopbackServer(rate_limit=limit) as server:
@@ -114,6 +159,28 @@ def main(argv: list[str] | None = None) -> None:
     )
     for name, state in states.items():
         print(f"limiter {name}: {state.describe()}")
+
+
+def grid_main(rpm: int, episodes: int, minutes: int) -> None:
+    """Run the grid, then print the requests per whole minute while every episode ran."""
+    limit = RateLimit(requests=rpm, window_s=60.0, retry_after=True)
+    with LoopbackServer(rate_limit=limit) as server, tempfile.TemporaryDirectory() as tmp:
+        begun = time.perf_counter()
+        llm = _grid(server.openai_url, episodes, rpm, Path(tmp))
+        wall = time.perf_counter() - begun
+        arrivals = sorted(server.arrivals)
+    whole = min(minutes, int((arrivals[-1] - arrivals[0]) // 60))
+    counts = per_window(arrivals, 60.0, whole)
+    done = int((llm["status"] == "done").sum())
+    print(
+        f"grid: {len(llm)} episodes ({done} done), {len(arrivals)} requests, limit {rpm}/min, "
+        f"{wall:.1f} s wall, 429s sent {server.limited}"
+    )
+    for k, n in enumerate(counts):
+        print(f"minute {k + 1}: {n} requests")
+    if counts:
+        mean = sum(counts) / len(counts)
+        print(f"max {max(counts)} per minute; mean {mean:.1f}/min = {mean / rpm:.1%} of the limit")
 
 
 if __name__ == "__main__":
