@@ -24,6 +24,9 @@ from tradebench.cli.kit import (
 from tradebench.errors import ConfigError
 
 if TYPE_CHECKING:
+    import pandas as pd
+    from rich.table import Table
+
     from tradebench.runs.spec import RunSpec
 
 
@@ -238,4 +241,43 @@ def run(
     )
     if counters.retries:
         console.print(f"{len(counters.retries)} episode(s) retried after a lost worker")
+    import pandas as pd
+
+    console.print(summary_table(pd.read_parquet(summary)))
     console.print(f"summary: [bold]{summary}[/]  (next: tradebench report {out})")
+
+
+SHOWN_FIGURES = {"total_return": "total return", "accuracy": "accuracy"}
+"""Headline figures of the summary table, where the benchmark has them (raw, never
+annualised: an episode may run a few days)."""
+
+
+def summary_table(frame: pd.DataFrame) -> Table:
+    """The run's episodes by agent, mode and mask: episodes done, mean steps, and the
+    mean of each headline figure the benchmark reports, with its min..max over episodes."""
+    import pandas as pd
+    from rich.table import Table
+
+    table = Table(title="episodes (summary.parquet)")
+    keys = [c for c in ("agent", "mode", "mask") if c in frame]
+    figures = [c for c in SHOWN_FIGURES if c in frame and frame[c].notna().any()]
+    for col in (*keys, "done", "steps", *(SHOWN_FIGURES[c] for c in figures)):
+        table.add_column(col, overflow="fold")
+    groups = frame.fillna({k: "-" for k in keys}).groupby(keys, sort=False, dropna=False)
+    for key, g in groups:
+        cells = [str(k) for k in (key if isinstance(key, tuple) else (key,))]
+        done = int((g["status"] == "done").sum()) if "status" in g else len(g)
+        steps = g["n_steps"].mean() if "n_steps" in g else float("nan")
+        cells += [f"{done}/{len(g)}", "-" if pd.isna(steps) else f"{steps:.0f}"]
+        for col in figures:
+            values = g[col].dropna()
+            cells.append(
+                "-"
+                if values.empty
+                else f"{values.mean():+.2%}"
+                + (f" ({values.min():+.2%} .. {values.max():+.2%})" if len(values) > 1 else "")
+                if col == "total_return"
+                else f"{values.mean():.1%}"
+            )
+        table.add_row(*cells)
+    return table
