@@ -301,6 +301,18 @@ class RunSpec(BaseModel):
             raise ValueError(f"agent names must be unique, got {names}")
         return self
 
+    @model_validator(mode="after")
+    def _limits_bind(self) -> RunSpec:
+        """Rate limits are kept by the local executor's model pool; Ray workers build their
+        models without it, so a limit there would be a field that reaches no request."""
+        limited = [a.name for a in self.agents if a.limits is not None]
+        if self.executor == "ray" and limited:
+            raise ValueError(
+                f"`limits` ({', '.join(limited)}) are kept by the local executor only; "
+                "run with `executor: local`, or drop `limits` and bound `concurrency`"
+            )
+        return self
+
     @classmethod
     def load(cls, path: Path) -> RunSpec:
         """Read and validate a YAML spec; errors name the field and the fix."""
