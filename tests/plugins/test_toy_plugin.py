@@ -137,7 +137,7 @@ def test_an_installed_package_runs_from_a_spec_by_name(
     # the summary: one done row per episode, the harness's columns, the plugin's kinds
     ours = pd.read_parquet(plugin / "summary.parquet")
     theirs = pd.read_parquet(native / "summary.parquet")
-    assert set(theirs.columns) - {"price_mode"} <= set(ours.columns)
+    assert set(theirs.columns) - {"price_mode", "lot_visible_share"} <= set(ours.columns)
     ours = ours.set_index("agent")
     assert (ours["status"] == "done").all() and len(ours) == 5
     assert ours.loc["invest", "kind"] == "llm" and ours.loc["first3", "kind"] == "baseline"

@@ -26,7 +26,7 @@ from tradebench.runs.broker.engine import run_backtest
 from tradebench.runs.broker.store import write_run
 from tradebench.runs.protocol import EpisodeContext, EpisodeRef
 from tradebench.runs.records import EpisodeRecord
-from tradebench.runs.summary import default_metrics
+from tradebench.runs.summary import BROKER_COLUMNS, default_metrics
 from tradebench.view import MarketView
 from tradebench_toy_plugin.agent import FirstNAgent
 
@@ -85,7 +85,10 @@ class SwitchBenchmark:
 
     name = NAME
     options_model = SwitchOptions
-    modes: tuple[str, ...] = ()
+    axes = ()
+    """No modes and no masks: a spec naming either is refused."""
+    summary_columns = BROKER_COLUMNS
+    broker_files = True
     report_sections = ()
 
     def expand(self, spec: Any, options: SwitchOptions, dataset: Any) -> list[EpisodeRef]:
