@@ -116,8 +116,8 @@ def _record_lines(recs: pd.DataFrame, name: str, limit: int) -> list[str]:
     ]
 
 
-def _pct(value: object) -> str:
-    return "n/a" if value is None else f"{100 * float(value):.2f}%"  # type: ignore[arg-type]
+def _pct(value: float | str | None) -> str:
+    return "n/a" if value is None else f"{100 * float(value):.2f}%"
 
 
 def _news(view: MarketView, names: Sequence[str], days: int, s: AnalystSettings) -> pd.DataFrame:
