@@ -14,6 +14,13 @@ Evidence by role (our own words, plain text):
 - `news`: per name the visible news of the last `news_lookback_days`, newest ten, as
   `[record id] time headline`.
 - `filings`: per name the latest visible filing, `[record id] time title`.
+- `fundamental`: per name where the last close sits in the range of the last 252
+  adjusted closes (position, high, low) and the latest visible 10-K or 10-Q as
+  `[record id] time title`, with its period end.
+- `sentiment`: per name the count of visible headlines over `sentiment_lookback_days` and
+  over `news_lookback_days`, then the newest ten of the longer look-back.
+- `risk`: per name the maximum drawdown, downside volatility and beta to the index over
+  `risk_days` daily returns (the rule analyst's features). Cites nothing.
 """
 
 from __future__ import annotations
@@ -29,8 +36,12 @@ from tradebench.agents.tool_loop import run_tool_loop
 from tradebench.agents.tools import SubmitTool
 from tradebench.benchmarks.mandate.analysts import (
     MAX_CITED,
+    RANGE_DAYS,
     AnalystSettings,
     Signal,
+    fundamental,
+    latest_periodic,
+    risk,
     technical,
 )
 from tradebench.benchmarks.mandate.sources import AnalystCall, SourceOutput
@@ -98,35 +109,114 @@ def check_signals(arguments: dict[str, Any], label: str) -> list[Signal]:
 
 
 def _record_lines(recs: pd.DataFrame, name: str, limit: int) -> list[str]:
-    mine = recs[recs["symbols"].map(lambda syms: name in syms).to_numpy(bool)].iloc[-limit:]
+    mine = _naming(recs, name).iloc[-limit:]
     return [
         f"  [{r.record_id}] {pd.Timestamp(r.ts_available):%Y-%m-%d %H:%M} UTC {r.title}"
         for r in mine.itertuples(index=False)
     ]
 
 
+def _pct(value: float | str | None) -> str:
+    return "n/a" if value is None else f"{100 * float(value):.2f}%"
+
+
+def _news(view: MarketView, names: Sequence[str], days: int, s: AnalystSettings) -> pd.DataFrame:
+    """Visible news naming any of `names` over `days`, less the news delay."""
+    recs = view.records(symbols=names, kinds="news", lookback=f"{days}D")
+    return recs[
+        recs["ts_available"] <= view.decision_time - pd.Timedelta(minutes=s.news_delay_minutes)
+    ]
+
+
+def _naming(recs: pd.DataFrame, name: str) -> pd.DataFrame:
+    return recs[recs["symbols"].map(lambda syms: name in syms).to_numpy(bool)]
+
+
+def _technical_lines(view: MarketView, names: Sequence[str], s: AnalystSettings) -> list[str]:
+    return [
+        f"{sig.symbol}: {s.momentum_days}-day return {_pct(sig.features.get('momentum'))}, "
+        f"daily volatility {_pct(sig.features.get('volatility'))}"
+        for sig in technical(view, names, s)
+    ]
+
+
+def _records_lines(
+    recs: pd.DataFrame, names: Sequence[str], limit: int, head: dict[str, str] | None = None
+) -> list[str]:
+    lines = []
+    for name in names:
+        found = _record_lines(recs, name, limit)
+        lead = f"{name}:" + (f" {head[name]}" if head else "")
+        lines.append(lead if found or head else f"{name}: no records")
+        lines += found
+    return lines
+
+
+def _fundamental_lines(view: MarketView, names: Sequence[str], s: AnalystSettings) -> list[str]:
+    filings = view.records(symbols=names, kinds="filing")
+    lines = []
+    for sig in fundamental(view, names, s):
+        f = sig.features
+        where = (
+            "price range n/a"
+            if f.get("range_position") is None
+            else f"last close at {_pct(f['range_position'])} of its {RANGE_DAYS}-day range "
+            f"({_pct(f['off_high'])} from the high, {_pct(f['above_low'])} above the low)"
+        )
+        report = latest_periodic(_naming(filings, sig.symbol))
+        lines.append(f"{sig.symbol}: {where}")
+        if report is None:
+            lines.append("  no periodic report visible")
+        else:
+            lines.append(
+                f"  [{report['record_id']}] {pd.Timestamp(report['ts_available']):%Y-%m-%d %H:%M}"
+                f" UTC {report['title']} (period end {f['period_end'] or 'n/a'})"
+            )
+    return lines
+
+
+def _sentiment_lines(view: MarketView, names: Sequence[str], s: AnalystSettings) -> list[str]:
+    recs = _news(view, names, s.sentiment_lookback_days, s)
+    recent = view.decision_time - pd.Timedelta(days=s.news_lookback_days)
+    head = {}
+    for name in names:
+        mine = _naming(recs, name)
+        head[name] = (
+            f"{len(mine)} headlines in {s.sentiment_lookback_days} days, "
+            f"{int((mine['ts_available'] > recent).sum())} in the last {s.news_lookback_days}"
+        )
+    return _records_lines(recs, names, MAX_CITED, head)
+
+
+def _risk_lines(view: MarketView, names: Sequence[str], s: AnalystSettings) -> list[str]:
+    out = []
+    for sig in risk(view, names, s):
+        beta = sig.features.get("beta")
+        out.append(
+            f"{sig.symbol}: {s.risk_days}-day max drawdown {_pct(sig.features.get('max_drawdown'))}"
+            f", downside volatility {_pct(sig.features.get('downside_vol'))}, beta to the "
+            f"index {'n/a' if beta is None else f'{float(beta):.2f}'}"
+        )
+    return out
+
+
 def evidence(role: str, view: MarketView, names: Sequence[str], s: AnalystSettings) -> str:
     """The role's evidence for `names` at the view's decision instant, as text."""
     lines = [f"Decision instant {view.decision_time.isoformat()} (before the open)."]
     if role == "technical":
-        for sig in technical(view, names, s):
-            mom, vol = sig.features.get("momentum"), sig.features.get("volatility")
-            lines.append(
-                f"{sig.symbol}: {s.momentum_days}-day return "
-                f"{'n/a' if mom is None else f'{100 * float(mom):.2f}%'}, daily volatility "
-                f"{'n/a' if vol is None else f'{100 * float(vol):.2f}%'}"
-            )
-        return "\n".join(lines)
-    if role == "news":
-        recs = view.records(symbols=names, kinds="news", lookback=f"{s.news_lookback_days}D")
-        cutoff = view.decision_time - pd.Timedelta(minutes=s.news_delay_minutes)
-        recs, limit = recs[recs["ts_available"] <= cutoff], MAX_CITED
+        lines += _technical_lines(view, names, s)
+    elif role == "news":
+        lines += _records_lines(_news(view, names, s.news_lookback_days, s), names, MAX_CITED)
+    elif role == "filings":
+        lines += _records_lines(view.records(symbols=names, kinds="filing"), names, 1)
+    elif role == "fundamental":
+        lines += _fundamental_lines(view, names, s)
+    elif role == "sentiment":
+        lines += _sentiment_lines(view, names, s)
+    elif role == "risk":
+        lines += _risk_lines(view, names, s)
     else:
-        recs, limit = view.records(symbols=names, kinds="filing"), 1
-    for name in names:
-        found = _record_lines(recs, name, limit)
-        lines.append(f"{name}:" if found else f"{name}: no records")
-        lines += found
+        raise ValueError(f"unknown analyst role {role!r}")
     return "\n".join(lines)
 
 

@@ -11,8 +11,18 @@ Cadence = Literal["once", "daily"]
 CADENCES: tuple[Cadence, ...] = ("once", "daily")
 """Rebalance cadences, in display order: `once` decides on the first day and then holds;
 `daily` decides before every open."""
-AnalystName = Literal["technical", "news", "filings"]
-ANALYSTS: tuple[AnalystName, ...] = ("technical", "news", "filings")
+AnalystName = Literal["technical", "news", "filings", "fundamental", "sentiment", "risk"]
+ANALYSTS: tuple[AnalystName, ...] = (
+    "technical",
+    "news",
+    "filings",
+    "fundamental",
+    "sentiment",
+    "risk",
+)
+"""Every analyst role, rule or model (`analysts.ANALYST_FUNCTIONS`)."""
+DEFAULT_ANALYSTS: tuple[AnalystName, ...] = ("technical", "news", "filings")
+"""The analysts of `analysts` when the spec names none."""
 PoolRule = Literal["analysts", "random"]
 """How a pool is chosen: the analysts' aggregated top-K, or a seeded random draw (the
 named control)."""
@@ -38,7 +48,9 @@ class ModelAnalyst(BaseModel):
 
     role: AnalystName
     """`technical` reads the bars' momentum and volatility, `news` the visible headlines,
-    `filings` the latest visible filing."""
+    `filings` the latest visible filing, `fundamental` the year's price range and the
+    latest periodic report, `sentiment` a month of headlines and their counts, `risk`
+    drawdown, downside volatility and beta to the index."""
     agent: str
     """The spec agent whose model plays the role (it is then an analyst, not a
     constructor)."""
@@ -92,8 +104,10 @@ class MandateOptions(BaseModel):
     """Half-spread paid on buys and received less on sells (bps of the open)."""
     commission_bps: float = Field(default=1.0, ge=0.0, le=500.0)
     """Commission per fill (bps of the traded value, both sides)."""
-    analysts: list[AnalystName] = Field(default_factory=lambda: list(ANALYSTS), min_length=1)
-    """Analysts whose signals go into each capture."""
+    analysts: list[AnalystName] = Field(
+        default_factory=lambda: list(DEFAULT_ANALYSTS), min_length=1
+    )
+    """Rule analysts whose signals go into each capture (any of `ANALYSTS`)."""
     news_lookback_days: int = Field(default=7, ge=1, le=365)
     """News visible within this many days before the decision instant counts."""
     news_delay_minutes: float = Field(default=0.0, ge=0.0)

@@ -59,7 +59,7 @@ class AnalystSource(Protocol):
 
 @dataclass(frozen=True)
 class RuleAnalyst:
-    """A deterministic analyst role (`technical`, `news`, `filings`)."""
+    """A deterministic analyst role (a key of `ANALYST_FUNCTIONS`)."""
 
     role: str
     settings: AnalystSettings
