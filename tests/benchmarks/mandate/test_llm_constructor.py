@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from tests.benchmarks.mandate.conftest import example_spec, run
-from tradebench.llm.loopback import LoopbackServer, Reply
+from tradebench.llm.loopback import LoopbackServer, RecordedRequest, Reply
 from tradebench.risk import compile_mandate, is_feasible
 from tradebench.runs.trace import trace_bytes
 
@@ -85,3 +85,38 @@ def test_llm_constructor_is_fed_back_and_projected(mandate_dataset: Path, tmp_pa
     assert steps["retries"].tolist() == [1, 0, 0]
     trace = trace_bytes(folder).decode().splitlines()
     assert len(trace) == 3
+
+
+def _equal_weights(request: RecordedRequest) -> Reply:
+    """An LLM constructor that proposes equal weights over the pool it is offered (98% in
+    all, the rest cash); the critic projects what breaks a bound."""
+    from tradebench.llm.loopback import default_responder
+
+    schema = request.tool_schemas().get(TOOL)
+    if request.forced_tool() != TOOL or schema is None:
+        return default_responder(request)
+    pool = schema["properties"]["weights"]["items"]["properties"]["symbol"]["enum"]
+    return Reply.tool(TOOL, _weights(**dict.fromkeys(pool, round(0.98 / len(pool), 4))))
+
+
+def test_the_example_runs_every_cell_with_its_model_agent(
+    mandate_dataset: Path, tmp_path: Path
+) -> None:
+    """The shipped example as written (every pool size, seed and cadence, the whole window),
+    its model agent served by the loopback server: every episode finishes all 44 days, and
+    every model proposal reaches the book through the critic."""
+    import yaml
+
+    from tests.benchmarks.mandate.conftest import EXAMPLE
+
+    written = yaml.safe_load(EXAMPLE.read_text())
+    with LoopbackServer(responder=_equal_weights) as server:
+        spec = example_spec(mandate_dataset, llm=True)
+        model = next(a for a in spec["agents"] if "provider" in a)
+        model["base_url"] = server.openai_url
+        summary = pd.read_parquet(run(spec, tmp_path / "run"))
+    llm = summary[summary["agent"] == model["name"]]
+    cells = len(written["options"]["pool_sizes"]) * len(written["seeds"]) * len(written["modes"])
+    assert len(llm) == cells and (llm["status"] == "done").all()
+    assert (summary["status"] == "done").all() and (summary["n_steps"] == 44).all()
+    assert (llm["total_return"] != 0.0).all()  # the proposals were traded, not held as cash
