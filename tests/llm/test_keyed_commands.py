@@ -81,9 +81,10 @@ def test_run_overrides_send_the_key_write_it_nowhere_and_replay_without_it(
     assert calls > 0 and heard == {f"Bearer {KEY}"}
     written = yaml.safe_load((tmp_path / "run" / "spec.yaml").read_text())
     agent = next(a for a in written["agents"] if a["name"] == "scripted")
-    assert agent["api_key_env"] == VARIABLE and agent["endpoint"] == "vllm"
+    model = agent["model"]  # the endpoint is the model block's; the limits the entry's
+    assert model["api_key_env"] == VARIABLE and model["endpoint"] == "vllm"
     assert agent["limits"] == {"rpm": 1000, "tpm": None}
-    assert agent["base_url"] == server.openai_url
+    assert model["base_url"] == server.openai_url
     assert next(a for a in written["agents"] if a["name"] == "ew").get("limits") is None
     assert runner.invoke(app, ["report", str(tmp_path / "run")]).exit_code == 0
     assert files_holding_key(tmp_path / "run") == []

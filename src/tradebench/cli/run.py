@@ -54,20 +54,22 @@ def parse_agent_args(pairs: list[str]) -> dict[str, object]:
 def with_agent_overrides(spec: RunSpec, where: dict[str, str], limits: Any) -> RunSpec:
     """`spec` with the command line's endpoint fields (`where`) and rate `limits` (None:
     unchanged) set on every model agent."""
-    update: dict[str, Any] = dict(where)
-    if limits is not None:
-        update["limits"] = limits
-    if not update:
+    model_update: dict[str, Any] = dict(where)
+    if not model_update and limits is None:
         return spec
     if "endpoint" in where:  # a preset's own URL and key variable, unless given too
-        update.setdefault("base_url", None)
-        update.setdefault("api_key_env", None)
+        model_update.setdefault("base_url", None)
+        model_update.setdefault("api_key_env", None)
     from tradebench.runs.spec import AgentEntry
 
-    agents = [
-        AgentEntry.model_validate({**a.model_dump(), **update}) if a.is_llm else a
-        for a in spec.agents
-    ]
+    def updated(entry: AgentEntry) -> AgentEntry:
+        raw = entry.model_dump()
+        raw["model"] = {**raw["model"], **model_update}  # the endpoint is the model block's
+        if limits is not None:
+            raw["limits"] = limits
+        return AgentEntry.model_validate(raw)
+
+    agents = [updated(a) if a.is_llm else a for a in spec.agents]
     return spec.model_copy(update={"agents": agents})
 
 
