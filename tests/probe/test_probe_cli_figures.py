@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 import re
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -72,10 +71,9 @@ def test_printed_rates_are_the_files(probes: Path, tmp_path: Path) -> None:
 
 
 def test_a_dead_endpoint_is_one_line_at_once(probes: Path, tmp_path: Path) -> None:
-    start = time.perf_counter()
     result = _attack(probes, "http://127.0.0.1:9/v1", tmp_path / "dead")
-    elapsed = time.perf_counter() - start
-    assert result.exit_code == 1 and elapsed < 5
+    # refused by the check before any request, not after the retries
+    assert result.exit_code == 1 and "gave up" not in result.output
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: endpoint http://127.0.0.1:9/v1")
     assert "connection refused" in lines[0]
@@ -86,10 +84,9 @@ def test_timeout_and_attempts_are_the_users(probes: Path, tmp_path: Path) -> Non
         return Reply.say("late", delay_s=3.0)
 
     with LoopbackServer(responder=slow) as server:
-        start = time.perf_counter()
         extra = ("--timeout-s", "0.3", "--max-attempts", "2", "--concurrency", "1")
         result = _attack(probes, server.openai_url, tmp_path / "slow", *extra, "--limit", "1")
-        elapsed = time.perf_counter() - start
         calls = server.count()
     assert result.exit_code == 1 and "gave up after 2 attempts" in result.output
-    assert calls == 2 and elapsed < 3  # two 0.3 s attempts and one backoff, not 120 s
+    # each attempt ended at the 0.3 s timeout (the server answers after 3 s), not at 120 s
+    assert calls == 2 and "last fault timeout" in result.output

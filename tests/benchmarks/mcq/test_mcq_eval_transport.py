@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -49,10 +48,10 @@ def test_printed_accuracy_is_the_summarys(questions, tmp_path: Path) -> None:  #
 
 def test_a_dead_endpoint_is_one_line_at_once(questions, tmp_path: Path) -> None:  # noqa: F811
     path, _ = questions
-    start = time.perf_counter()
     result = _eval(path, "http://127.0.0.1:9/v1", tmp_path / "dead")
-    elapsed = time.perf_counter() - start
-    assert result.exit_code == 1 and elapsed < 5
+    # refused by the check before any request, not after the retries (their line says
+    # "gave up after N attempts"); how long either takes is measured in perf/, not here
+    assert result.exit_code == 1 and "gave up" not in result.output
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and "connection refused" in lines[0]
     assert lines[0].startswith("error: endpoint http://127.0.0.1:9/v1 is not reachable")
@@ -61,10 +60,9 @@ def test_a_dead_endpoint_is_one_line_at_once(questions, tmp_path: Path) -> None:
 def test_timeout_and_attempts_are_the_users(questions, tmp_path: Path) -> None:  # noqa: F811
     path, _ = questions
     with LoopbackServer(responder=lambda request: Reply.say("B", delay_s=3.0)) as server:
-        start = time.perf_counter()
         extra = ("--timeout-s", "0.3", "--max-attempts", "2", "--limit", "1")
         result = _eval(path, server.openai_url, tmp_path / "slow", *extra)
-        elapsed = time.perf_counter() - start
         calls = server.count()
     assert result.exit_code == 1 and "gave up after 2 attempts" in result.output
-    assert calls == 2 and elapsed < 3  # two 0.3 s attempts and one backoff, not 120 s
+    # each attempt ended at the 0.3 s timeout (the server answers after 3 s), not at 120 s
+    assert calls == 2 and "last fault timeout" in result.output
