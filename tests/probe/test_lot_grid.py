@@ -14,6 +14,7 @@ the documented rule and the raw data, not the converter's code:
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -101,6 +102,16 @@ def test_every_quantity_shown_is_whole_grid_steps(ds: Dataset) -> None:
             assert value / step == pytest.approx(round(value / step), abs=1e-6), value
         assert round(shown.state["cash"] / (BIG_BOOK * 0.001), 6).is_integer()
         assert round(shown.state["nav"] / (BIG_BOOK * 0.001), 6).is_integer()
+        # the memory-only account text and yesterday's fill line: the same grid
+        money = re.search(r"cash CNY ([\d,.]+) \(.*?\); NAV CNY ([\d,.]+)", shown.user)
+        assert money is not None, shown.user[:300]
+        for text in money.groups():
+            assert round(float(text.replace(",", "")) / (BIG_BOOK * 0.001), 6).is_integer()
+        amounts = re.findall(r"^- \S+: ([\d,.]+) shares|filled ([\d,.]+) shares", shown.user, re.M)
+        units = [float((a or b).replace(",", "")) for a, b in amounts]
+        assert len(units) >= 2
+        for value in units:
+            assert value / step == pytest.approx(round(value / step), abs=1e-6), value
     assert judged >= 3
 
 
