@@ -1,5 +1,6 @@
-"""A transient progress bar fed by a `(done, total)` callback, for the commands whose work
-runs inside the library (`probe run`, `mcq eval`, `leaderboard`)."""
+"""Transient progress bars fed by callbacks, for the commands whose work runs inside the
+library: `(done, total)` (`probe run`, `mcq eval`, `leaderboard`) or `(phase, done,
+total)` (`data import`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from contextlib import contextmanager
 
 from tradebench.cli.kit import console
 
-__all__ = ["counting_bar"]
+__all__ = ["counting_bar", "phase_bar"]
 
 
 @contextmanager
@@ -17,8 +18,18 @@ def counting_bar(description: str) -> Iterator[Callable[[int, int], None]]:
     runs; the block reports with the yielded `progress(done, total)`. It disappears at
     the end, leaving the command's own result lines. Output that is not a terminal (a
     pipe, a log file) gets no bar, only those lines."""
+    with phase_bar(description) as phases:
+        yield lambda done, total: phases(description, done, total)
+
+
+@contextmanager
+def phase_bar(first: str = "starting") -> Iterator[Callable[[str, int, int], None]]:
+    """`counting_bar` for work in phases: the block reports with the yielded
+    `progress(phase, done, total)`, and the bar shows the current phase with its own done
+    and total (rows, symbols, tables) and time since the phase began. No bar where the
+    output is not a terminal."""
     if not console.is_terminal:
-        yield lambda done, total: None
+        yield lambda phase, done, total: None
         return
     from rich.progress import (
         BarColumn,
@@ -38,10 +49,15 @@ def counting_bar(description: str) -> Iterator[Callable[[int, int], None]]:
         console=console,
         transient=True,
     )
-    task = bar.add_task(description, total=None)
+    task = bar.add_task(first, total=None)
+    current = [first]
 
-    def progress(done: int, total: int) -> None:
-        bar.update(task, completed=done, total=total)
+    def progress(phase: str, done: int, total: int) -> None:
+        if phase != current[0]:  # a new phase: its own count, speed and clock
+            current[0] = phase
+            bar.reset(task, description=phase, completed=done, total=total)
+        else:
+            bar.update(task, completed=done, total=total)
 
     with bar:
         yield progress

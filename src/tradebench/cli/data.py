@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from rich.table import Table
 
+from tradebench.cli.counting import phase_bar
 from tradebench.cli.kit import console, exits_on_error
 from tradebench.errors import ConfigError
+
+if TYPE_CHECKING:
+    from tradebench.data.schema import Manifest
 
 app = typer.Typer(
     help="Create and inspect datasets (a folder of Parquet tables plus manifest.json).\n\n"
@@ -95,10 +99,26 @@ def import_cmd(
         )
     else:
         raise ConfigError(f"unknown --format {fmt!r}; use `long` or `qlib`")
-    with console.status(f"importing {source} ..."):
-        manifest = run(job)
-    console.print(f"wrote dataset [bold]{out}[/] ({manifest.n_bars:,} bars)")
+    with phase_bar(f"importing {source.name}") as progress:
+        manifest = run(job, progress)
+    console.print(imported_line(manifest, out), highlight=False)
     _render_info(out)
+
+
+def imported_line(manifest: Manifest, out: Path) -> str:
+    """What an import wrote, in one line: bars, symbols, the calendar, the index days, the
+    membership intervals, the findings and the folder."""
+    files = manifest.files
+    parts = [
+        f"imported {manifest.n_bars:,} bars of {manifest.n_symbols:,} symbols",
+        f"{manifest.calendar_start} .. {manifest.calendar_end}",
+    ]
+    if manifest.index_symbol and "index" in files:
+        parts.append(f"index {manifest.index_symbol} ({files['index'].rows:,} days)")
+    if "membership" in files:
+        parts.append(f"{files['membership'].rows:,} membership intervals")
+    parts.append(f"{len(manifest.findings)} findings")
+    return ", ".join(parts) + f" into {out}"
 
 
 @app.command("import-records")

@@ -11,6 +11,7 @@ import pandas as pd
 from tradebench.data.boards import board_of
 from tradebench.data.checks import factor_glitches, mark_suspensions, membership_without_bars
 from tradebench.data.dataset import validate_bars, write_dataset
+from tradebench.data.importers.files import ImportProgress, no_progress
 from tradebench.data.schema import Finding, Manifest
 
 CURRENCY = {"cn": "CNY", "us": "USD"}
@@ -55,14 +56,19 @@ def assemble_dataset(
     reported_change: pd.Series | None = None,
     extra_findings: list[Finding] | None = None,
     manifest_extra: dict[str, Any] | None = None,
+    progress: ImportProgress | None = None,
 ) -> Manifest:
     """Validate, flag suspensions, list glitches, build instruments and write the folder.
 
     `bars` holds raw prices and `adj_factor`; `reported_change` is the source's own
-    adjusted % change aligned to `bars` rows, when it has one.
+    adjusted % change aligned to `bars` rows, when it has one. `progress(phase, done,
+    total)` hears each phase (`write_dataset`: table by table).
     """
+    report = progress or no_progress
+    report(f"checking {len(bars):,} bars", 0, 1)
     validate_bars(bars, where="import input")
     bars, findings = mark_suspensions(bars)
+    report("checking adjustment factors", 0, 1)
     findings += factor_glitches(bars, reported_change)
     if membership is not None:
         findings += membership_without_bars(
@@ -71,6 +77,7 @@ def assemble_dataset(
     findings += extra_findings or []
     if "amount" not in bars:
         bars = bars.assign(amount=np.nan)
+    report("sorting bars by symbol and date", 0, 1)
     bars = bars.sort_values(["symbol", "date"], kind="stable").reset_index(drop=True)
     instruments = build_instruments(bars, market, names, sectors)
     tables = {"bars": bars, "instruments": instruments, "index": index, "membership": membership}
@@ -89,4 +96,4 @@ def assemble_dataset(
         "findings": findings,
         **(manifest_extra or {}),
     }
-    return write_dataset(out, tables, fields)
+    return write_dataset(out, tables, fields, progress)

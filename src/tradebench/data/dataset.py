@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -84,15 +85,20 @@ class Dataset:
 
 
 def write_dataset(
-    out: Path, tables: dict[str, pd.DataFrame], manifest_fields: dict[str, Any]
+    out: Path,
+    tables: dict[str, pd.DataFrame],
+    manifest_fields: dict[str, Any],
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> Manifest:
-    """Write tables as Parquet (schema-cast), checksum them and write `manifest.json`."""
+    """Write tables as Parquet (schema-cast), checksum them and write `manifest.json`;
+    `progress(f"writing {name}.parquet", tables written, tables)` before each table."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     files: dict[str, FileEntry] = {}
-    for name, frame in tables.items():
-        if frame is None:
-            continue
+    present = [(name, frame) for name, frame in tables.items() if frame is not None]
+    for i, (name, frame) in enumerate(present):
+        if progress is not None:
+            progress(f"writing {name}.parquet", i, len(present))
         files[name] = write_table(out, name, frame)
     manifest = Manifest(files=files, **manifest_fields)
     write_manifest(out, manifest)

@@ -1,30 +1,67 @@
-"""Read tabular source files (CSV or Parquet) with clear errors."""
+"""Read tabular source files (CSV or Parquet) with clear errors, reporting progress."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from tradebench.errors import DataError
 
+ImportProgress = Callable[[str, int, int], None]
+"""`progress(phase, done, total)`: an import is in `phase` (e.g. `reading bars.parquet`,
+`writing bars.parquet`), `done` of its `total` units (rows read, symbols, or 0/1 for a
+step done at once) are finished; each phase is reported at its start."""
+READ_BATCH_ROWS = 131_072
+"""Rows per Parquet batch while a read reports its progress."""
 
-def read_table(path: Path, columns: list[str] | None = None) -> pd.DataFrame:
-    """Read a CSV or Parquet file; unreadable files become a `DataError` naming the file."""
+
+def no_progress(phase: str, done: int, total: int) -> None:
+    """An `ImportProgress` that shows nothing."""
+
+
+def read_table(
+    path: Path, columns: list[str] | None = None, progress: ImportProgress | None = None
+) -> pd.DataFrame:
+    """Read a CSV or Parquet file; unreadable files become a `DataError` naming the file.
+    `progress` hears `reading NAME` with the rows read so far (a Parquet file, batch by
+    batch) or 0 then 1 of 1 (a CSV file, read at once)."""
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path} does not exist; check the path")
+    report = progress or no_progress
+    phase = f"reading {path.name}"
     try:
         if path.suffix.lower() in {".parquet", ".pq"}:
-            frame = pd.read_parquet(path)
+            frame = _read_parquet(path, phase, report) if progress else pd.read_parquet(path)
         else:
+            report(phase, 0, 1)
             frame = pd.read_csv(path)
+            report(phase, 1, 1)
     except (pa.ArrowException, OSError, ValueError, pd.errors.ParserError) as exc:
         raise DataError(f"{path} is not readable as CSV/Parquet ({exc})") from None
     if columns:
         require_columns(frame, columns, path)
     return frame
+
+
+def _read_parquet(path: Path, phase: str, progress: ImportProgress) -> pd.DataFrame:
+    """A Parquet file read in batches, `progress(phase, rows read, rows)` after each; the
+    same frame as `pd.read_parquet` (one conversion of the whole table, pandas metadata
+    kept)."""
+    with pq.ParquetFile(path) as source:
+        total = source.metadata.num_rows
+        progress(phase, 0, total)
+        batches, done = [], 0
+        for batch in source.iter_batches(batch_size=READ_BATCH_ROWS):
+            batches.append(batch)
+            done += batch.num_rows
+            progress(phase, done, total)
+        table = pa.Table.from_batches(batches, schema=source.schema_arrow)
+    return table.to_pandas()
 
 
 def require_columns(frame: pd.DataFrame, columns: list[str], path: Path | str) -> None:

@@ -18,6 +18,8 @@ import pandas as pd
 from tradebench.data import clock
 from tradebench.data.assemble import assemble_dataset
 from tradebench.data.importers.files import (
+    ImportProgress,
+    no_progress,
     read_membership,
     read_sectors,
     read_table,
@@ -49,18 +51,25 @@ class LongImport:
     end: str | None = None
 
 
-def import_long(opts: LongImport) -> Manifest:
-    """Import a long bars file (plus optional index and membership files) as a dataset."""
-    raw = read_table(opts.source)
+def import_long(opts: LongImport, progress: ImportProgress | None = None) -> Manifest:
+    """Import a long bars file (plus optional index and membership files) as a dataset;
+    `progress(phase, done, total)` hears each phase (the bars file row by row)."""
+    report = progress or no_progress
+    raw = read_table(opts.source, progress=progress)
     require_columns(raw, BAR_COLUMNS, opts.source)
+    report(f"selecting rows of {len(raw):,}", 0, 1)
     frame = _select(raw, opts)
     if frame.empty:
         raise DataError(f"{opts.source}: no rows left after the symbol/date filters")
+    report(f"converting prices of {len(frame):,} rows", 0, 1)
     bars, basis, findings = _canonical_bars(frame, opts)
     change = frame["change"].reset_index(drop=True) if "change" in frame else None
+    if opts.index_file is not None or opts.index_symbol:
+        report("reading the index", 0, 1)
     index = _index(opts, raw, bars)
     membership, names = (None, {})
     if opts.membership_file is not None:
+        report(f"reading {opts.membership_file.name}", 0, 1)
         membership, names = read_membership(opts.membership_file)
     if opts.index_symbol and opts.index_file is None:
         keep = bars["symbol"] != opts.index_symbol
@@ -81,6 +90,7 @@ def import_long(opts: LongImport) -> Manifest:
         sectors=sectors,
         reported_change=change,
         extra_findings=findings,
+        progress=progress,
     )
 
 

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from tradebench.data.assemble import assemble_dataset
+from tradebench.data.importers.files import ImportProgress, no_progress
 from tradebench.data.schema import Manifest
 from tradebench.errors import DataError
 
@@ -92,16 +93,25 @@ def _symbol_frame(root: Path, symbol: str, calendar: np.ndarray) -> pd.DataFrame
     return frame.dropna(subset=["close"]).reset_index(drop=True)
 
 
-def import_qlib(opts: QlibImport) -> Manifest:
-    """Import a Qlib folder's instruments (optionally one universe) as a dataset."""
+def import_qlib(opts: QlibImport, progress: ImportProgress | None = None) -> Manifest:
+    """Import a Qlib folder's instruments (optionally one universe) as a dataset;
+    `progress(phase, done, total)` hears each phase (the features symbol by symbol)."""
+    report = progress or no_progress
     root = Path(opts.source)
     calendar = read_calendar(root)
     listing = read_instruments(root, opts.universe)
-    frames = [f for s in listing["symbol"] if (f := _symbol_frame(root, s, calendar)) is not None]
+    frames = []
+    phase = f"reading features of {opts.universe}"
+    for i, symbol in enumerate(listing["symbol"]):
+        report(phase, i, len(listing))
+        if (frame := _symbol_frame(root, symbol, calendar)) is not None:
+            frames.append(frame)
+    report(phase, len(listing), len(listing))
     if not frames:
         raise DataError(
             f"no feature folders under {root / 'features'} for universe {opts.universe}"
         )
+    report(f"converting prices of {len(frames):,} symbols", 0, 1)
     frame = pd.concat(frames, ignore_index=True)
     factor = frame["factor"].to_numpy() if "factor" in frame else np.ones(len(frame))
     factor = np.where(np.isfinite(factor) & (factor > 0), factor, np.nan)
@@ -137,6 +147,7 @@ def import_qlib(opts: QlibImport) -> Manifest:
         index=index,
         membership=membership,
         reported_change=change,
+        progress=progress,
     )
 
 
