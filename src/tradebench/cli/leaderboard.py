@@ -91,11 +91,16 @@ TOP_ROWS = 5
 
 def _render_top(board_file: Path, metric: str) -> None:
     """The top rows of each window of the written board: rank, the row (agent, mode,
-    mask), its seeds, the mean with its interval, and the difference from equal weight."""
+    mask), its seeds, the mean with its interval and the difference from equal weight (an
+    annualised metric per day where the row ran under 20 days), then a line per flagged
+    row with its flags."""
     import pandas as pd
     from rich.table import Table
 
-    board = pd.read_parquet(board_file)
+    from tradebench.leaderboard.page import daily_rows
+    from tradebench.report.ranking import ANNUAL_FACTORS
+
+    board = daily_rows(pd.read_parquet(board_file), metric)
     keys = ["benchmark", "dataset", "window_start", "window_end"]
     for (bench, dataset, start, end), cell in board.groupby(keys, sort=True, dropna=False):
         title = f"{bench} · {Path(str(dataset)).name} · {start} → {end} · mean {metric}"
@@ -103,17 +108,23 @@ def _render_top(board_file: Path, metric: str) -> None:
         for column in table.columns:
             column.no_wrap = column.header != "row"
         table.columns[1].overflow = "fold"
+        flagged = []
         for r in cell.head(TOP_ROWS).itertuples(index=False):
             label = " · ".join(x for x in (str(r.agent), str(r.mode), str(r.mask)) if x != "n/a")
+            daily = " per day" if r.per_day and metric in ANNUAL_FACTORS else ""
             table.add_row(
                 "–" if pd.isna(r.rank) else str(int(r.rank)),
                 label,
                 str(int(r.seeds)),
-                _num(r.mean),
+                _num(r.mean) + daily,
                 _interval(r.low, r.high, str(r.interval)),
                 _num(r.vs_equal_weight),
             )
+            if r.flags:
+                flagged.append(f"  {label}: {r.flags}")
         console.print(table)
+        for line in flagged:
+            console.print(line, highlight=False, markup=False)
         if len(cell) > TOP_ROWS:
             console.print(f"... {len(cell) - TOP_ROWS} more rows in {board_file}", highlight=False)
 

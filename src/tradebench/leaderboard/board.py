@@ -8,8 +8,11 @@ metric with the interval `interval` names (over seeds, Student t, where seeds di
 over days, the stationary block bootstrap; else none), the equal-weight baseline and the
 index on the same window, the paired differences against both, the probabilistic and
 deflated Sharpe ratios, selection alpha where attributed, the model's knowledge cutoff and
-where the window lies against it, and a rank that separates rows only where their
-Holm-adjusted paired difference is significant.
+where the window lies against it, a rank that separates rows only where their
+Holm-adjusted paired difference is significant, and the report's flags
+(`report.ranking.row_flags`: no trades, all fallbacks, one seed, N days) with `per_day`:
+the row ran fewer than 20 decision days, so the page and the terminal show its annualised
+figures per day (the board's own columns keep the metric's units).
 
 Every paired comparison on the board (`Leaderboard.comparisons`) and the memory gap
 (`Leaderboard.gaps`: bright minus each blinded level) come from `tradebench.inference`
@@ -39,6 +42,7 @@ from tradebench.inference.rows import day_matrix, per_seed
 from tradebench.leaderboard.data import board_episodes, mcq_pairs, mcq_rows
 from tradebench.leaderboard.page import render_leaderboard
 from tradebench.leaderboard.stats import IntervalSettings, tie_ranks
+from tradebench.report.ranking import row_flags, shows_per_day
 
 BOARD_FILE = "leaderboard.parquet"
 COMPARISONS_FILE = "comparisons.parquet"
@@ -89,6 +93,8 @@ BOARD_COLUMNS = [
     "knowledge_cutoff",
     "period",
     "rank",
+    "flags",
+    "per_day",
 ]
 INDEX_LABEL = "index"
 """The agent label of the index on the other side of a comparison."""
@@ -160,6 +166,7 @@ def _row(key: tuple, own: pd.DataFrame, metric: str, settings: InferenceSettings
     cutoff = own["knowledge_cutoff"].dropna()
     cutoff_day = cutoff.iloc[0] if len(cutoff) and row["kind"] == "llm" else None
     steps = sorted(set(own["n_steps"].astype(int)))
+    days = steps[0] if steps else 0
     return {
         **row,
         "agent": "/".join(sorted(set(own["agent"]))),
@@ -172,6 +179,8 @@ def _row(key: tuple, own: pd.DataFrame, metric: str, settings: InferenceSettings
         else np.nan,
         "knowledge_cutoff": cutoff_day.isoformat() if cutoff_day else None,
         "period": cutoff_period(row["window_start"], row["window_end"], cutoff_day),
+        "flags": row_flags(str(row["kind"]), own["traded"], own["fallbacks"], own["seed"], days),
+        "per_day": shows_per_day(days),
     }
 
 

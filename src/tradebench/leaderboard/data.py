@@ -23,7 +23,8 @@ from tradebench.benchmarks.mcq.eval.paired import paired_models
 from tradebench.benchmarks.mcq.eval.run import RESULTS_FILE, EvalSummary
 from tradebench.errors import ConfigError, DataError
 from tradebench.report.load import read_spec, read_summary
-from tradebench.runs.records import NOT_APPLICABLE, STEPS_FILE, episode_folder
+from tradebench.report.ranking import episode_fallbacks, episode_traded
+from tradebench.runs.records import NOT_APPLICABLE, ORDERS_FILE, STEPS_FILE, episode_folder
 from tradebench.runs.spec import flat_agent_entry
 from tradebench.runs.store import read_run_record, read_table
 from tradebench.runs.summary import initial_cash
@@ -53,12 +54,16 @@ EPISODE_COLUMNS = [
     "identity",
     "returns",
     "index_returns",
+    "traded",
+    "fallbacks",
 ]
 """One row per finished episode: `value` is the board's metric, `index_value` the index's
 value of the same metric over the episode's own days (NaN where the panel has none),
 `identity` what the agent is (`agent_identity`), `returns` and `index_returns` the
 episode's and the index's daily returns over the episode's days (None where the episode
-wrote no NAV, or no index close)."""
+wrote no NAV, or no index close), `traded` whether an order of it filled within its days
+and `fallbacks` its (fell back, steps) over them, None without a `fallback` column (the
+facts `report.ranking.row_flags` flags a row from)."""
 NOT_IDENTITY = frozenset(
     {"name", "api_key_env", "base_url", "timeout_s", "max_attempts", "knowledge_cutoff"}
 )
@@ -69,6 +74,7 @@ __all__ = [
     "EPISODE_COLUMNS",
     "agent_identity",
     "board_episodes",
+    "episode_flag_facts",
     "episode_returns",
     "mcq_pairs",
     "mcq_rows",
@@ -149,6 +155,16 @@ def episode_returns(episode_dir: Path) -> tuple[np.ndarray | None, np.ndarray | 
     )
 
 
+def episode_flag_facts(episode_dir: Path, days: int) -> tuple[bool, tuple[int, int] | None]:
+    """Whether an episode traded within its first `days` decision days and its
+    (fell back, steps) over them, from its `steps.parquet` and `orders.parquet`
+    (`report.ranking.episode_traded`, `episode_fallbacks`), read as the report reads them
+    (a column the episode did not write is null)."""
+    steps = read_table(episode_dir / STEPS_FILE, ("date", "fallback"))
+    orders = read_table(episode_dir / ORDERS_FILE, ("date", "status"))
+    return episode_traded(steps, orders, days), episode_fallbacks(steps, days)
+
+
 def _selection(run_dir: Path) -> pd.Series:
     """Selection alpha per episode id (empty without an attribution)."""
     path = run_dir / ATTRIBUTION_FILE
@@ -173,7 +189,12 @@ def _run_episodes(
     facts = _agent_facts(spec)
     agent_fact = [facts.get(a, {}) for a in done["agent"]]
     index_col = f"benchmark_{metric}"
-    daily = [episode_returns(episode_folder(run_dir, str(i))) for i in done["episode_id"]]
+    folders = [episode_folder(run_dir, str(i)) for i in done["episode_id"]]
+    daily = [episode_returns(folder) for folder in folders]
+    facts = [
+        episode_flag_facts(folder, int(days))
+        for folder, days in zip(folders, done["n_steps"], strict=True)
+    ]
     frame = pd.DataFrame(
         {
             "run": label,
@@ -206,6 +227,8 @@ def _run_episodes(
             ],
             "returns": [d[0] for d in daily],
             "index_returns": [d[1] for d in daily],
+            "traded": [f[0] for f in facts],
+            "fallbacks": [f[1] for f in facts],
         }
     )
     return frame.reset_index(drop=True)

@@ -9,6 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from tradebench.report.html import MISSING, Section, figure_html, fmt, note, render_page, table
+from tradebench.report.ranking import ANNUAL_FACTORS, MIN_ANNUALISED_DAYS, per_day_factor
 from tradebench.report.tables import group_label, window_label
 
 if TYPE_CHECKING:
@@ -42,8 +43,63 @@ def _p(p: float) -> str:
     return MISSING if pd.isna(p) else f"{p:.3g}"
 
 
-def _shown(rows: pd.DataFrame) -> pd.DataFrame:
-    """The board rows as display columns."""
+METRIC_UNITS = [
+    "mean",
+    "low",
+    "high",
+    "seeds_low",
+    "seeds_high",
+    "days_low",
+    "days_high",
+    "equal_weight",
+    "index",
+    "vs_equal_weight",
+    "vs_equal_weight_low",
+    "vs_equal_weight_high",
+    "vs_index",
+    "vs_index_low",
+    "vs_index_high",
+]
+"""Board columns in the metric's units (divided back to a daily figure in a per-day row)."""
+PAIR_UNITS = ["difference", "low", "high", "days_difference", "days_low", "days_high"]
+"""Comparison columns in the metric's units."""
+PER_DAY = " per day"
+
+
+def daily_rows(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """The board rows with an annualised metric's figures per day in `per_day` rows
+    (`report.ranking.per_day_factor`): a ratio scaled up from a few days to a year reads
+    as a finding it is not."""
+    out = rows.copy()
+    factors = [per_day_factor(metric, bool(d)) for d in rows["per_day"]]
+    for column in METRIC_UNITS:
+        out[column] = pd.to_numeric(rows[column], errors="coerce").astype(float) / factors
+    return out
+
+
+def daily_pairs(pairs: pd.DataFrame, board: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Comparisons with annualised figures per day where either side is a per-day row: the
+    metric's differences (an annualised metric) and the Sharpe difference (always
+    annualised)."""
+    per_day = board["per_day"].astype(bool)
+    either = [
+        bool(per_day.get(int(a), False)) or bool(per_day.get(int(b), False))
+        for a, b in pairs[["a", "b"]].itertuples(index=False)
+    ]
+    out = pairs.copy()
+    for column, name in [*((c, metric) for c in PAIR_UNITS), ("sharpe_difference", "sharpe")]:
+        factors = [per_day_factor(name, e) for e in either]
+        out[column] = pd.to_numeric(pairs[column], errors="coerce").astype(float) / factors
+    out["per_day"] = either
+    out["per_day_metric"] = [e and metric in ANNUAL_FACTORS for e in either]
+    return out
+
+
+def _shown(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """The board rows as display columns (an annualised metric per day in per-day rows)."""
+    annual = metric in ANNUAL_FACTORS
+    suffix = [PER_DAY if annual and d else "" for d in rows["per_day"].astype(bool)]
+    rows = daily_rows(rows, metric)
     return pd.DataFrame(
         {
             "rank": rows["rank"],
@@ -51,11 +107,14 @@ def _shown(rows: pd.DataFrame) -> pd.DataFrame:
             "runs": rows["runs"],
             "seeds": rows["seeds"],
             "days": rows["steps"],
+            "flags": rows["flags"],
             "mean [interval] (uncertainty)": [
-                _with_source(m, lo, hi, src, n)
-                for m, lo, hi, src, n in rows[
-                    ["mean", "low", "high", "interval", "seeds"]
-                ].itertuples(index=False)
+                _with_source(m, lo, hi, src, n) + tail
+                for m, lo, hi, src, n, tail in zip(
+                    *(rows[c] for c in ("mean", "low", "high", "interval", "seeds")),
+                    suffix,
+                    strict=True,
+                )
             ],
             "over days [interval]": [
                 _interval(m, lo, hi) if not pd.isna(lo) else MISSING
@@ -124,17 +183,23 @@ def _side(frame: pd.DataFrame, side: str) -> list[str]:
 
 
 def comparison_table(frame: pd.DataFrame, first: str = "a", second: str = "b") -> pd.DataFrame:
-    """Paired comparisons as display columns (`first` minus `second`)."""
+    """Paired comparisons as display columns (`first` minus `second`); `daily_pairs`'
+    `per_day` and `per_day_metric` columns mark the figures it showed per day."""
+    none = pd.Series(False, index=frame.index)
+    per_day = frame.get("per_day", none)
+    metric_per_day = frame.get("per_day_metric", none)
     return pd.DataFrame(
         {
             first: _side(frame, "a"),
             second: _side(frame, "b"),
             "pairs": frame["pairs"],
             "difference [interval] (uncertainty)": [
-                _with_source(d, lo, hi, src, n)
-                for d, lo, hi, src, n in frame[
-                    ["difference", "low", "high", "source", "pairs"]
-                ].itertuples(index=False)
+                _with_source(d, lo, hi, src, n) + (PER_DAY if daily and not pd.isna(d) else "")
+                for d, lo, hi, src, n, daily in zip(
+                    *(frame[c] for c in ("difference", "low", "high", "source", "pairs")),
+                    metric_per_day,
+                    strict=True,
+                )
             ],
             "p": [_p(p) for p in frame["p"]],
             "Holm p": [_p(p) for p in frame["p_holm"]],
@@ -145,8 +210,10 @@ def comparison_table(frame: pd.DataFrame, first: str = "a", second: str = "b") -
                 ].itertuples(index=False)
             ],
             "Sharpe difference; JKM p": [
-                f"{fmt(d, 3)}; p {_p(p)}" if not pd.isna(d) else MISSING
-                for d, p in frame[["sharpe_difference", "sharpe_p"]].itertuples(index=False)
+                f"{fmt(d, 3)}{PER_DAY if daily else ''}; p {_p(p)}" if not pd.isna(d) else MISSING
+                for d, p, daily in zip(
+                    frame["sharpe_difference"], frame["sharpe_p"], per_day, strict=True
+                )
             ],
         }
     )
@@ -158,24 +225,39 @@ def _window_sections(board: Leaderboard) -> list[Section]:
     metric = board.options.metric
     for (bench, dataset, start, end), rows in board.rows.groupby(CELL, sort=True):
         title = f"{bench} · {window_label(start, end)}"
-        parts = [note(f"dataset {dataset}; metric {metric}"), table(_shown(rows))]
-        parts.append(figure_html(_figure(rows, f"{metric}, {title}"), title))
+        parts = [note(f"dataset {dataset}; metric {metric}"), table(_shown(rows, metric))]
+        parts.append(_per_day_note(rows, metric))
+        parts.append(figure_html(_figure(daily_rows(rows, metric), f"{metric}, {title}"), title))
         pairs = board.comparisons
         if not pairs.empty:
             mine = pairs[(pairs["window_start"] == start) & (pairs["window_end"] == end)]
             mine = mine[(mine["benchmark"] == bench) & (mine["dataset"] == dataset)]
             if not mine.empty:
                 parts.append("<h3>Paired comparisons (first minus second)</h3>")
-                parts.append(table(comparison_table(mine)))
+                parts.append(table(comparison_table(daily_pairs(mine, board.rows, metric))))
         sections.append(Section(title, "".join(parts)))
     return sections
+
+
+def _per_day_note(rows: pd.DataFrame, metric: str) -> str:
+    """The note under a window whose rows ran too few days for annualised figures."""
+    if not rows["per_day"].astype(bool).any():
+        return ""
+    shown = "the Sharpe differences"
+    if metric in ANNUAL_FACTORS:
+        shown = f"{metric} and {shown}"
+    return note(
+        f"per day: rows behind fewer than {MIN_ANNUALISED_DAYS} decision days (flag `N "
+        f"days`) show {shown} as daily figures, not annualised: scaled up from a few days "
+        "to a year they would read as results they are not."
+    )
 
 
 def _gap_section(board: Leaderboard) -> Section | None:
     """The memory gap: bright minus each blinded level, per model, mode and window."""
     if board.gaps.empty:
         return None
-    gaps = board.gaps
+    gaps = daily_pairs(board.gaps, board.rows, board.options.metric)
     shown = comparison_table(gaps, "bright", "blinded level")
     shown.insert(0, "window", [window_label(s, e) for s, e in gaps[CELL[2:]].values])
     text = (
@@ -215,7 +297,7 @@ def _cutoff_section(board: Leaderboard) -> Section:
         rows = declared[declared["period"] == period]
         if not rows.empty:
             parts.append(f"<h3>{period}</h3>")
-            parts.append(table(_shown(rows)))
+            parts.append(table(_shown(rows, board.options.metric)))
     return Section("Knowledge cutoffs", "".join(parts))
 
 
@@ -313,6 +395,10 @@ def _method_section(board: Leaderboard) -> Section:
         f"({len(board.comparisons)} comparisons).",
         f"rank: 1 + the number of rows of the same window that are better with a "
         f"Holm-adjusted p-value under {level:.2g}; rows not separated share a rank.",
+        "flags, as in the run reports: no trades (no order filled within the row's days), "
+        "all fallbacks (a model that fell back on every step), one seed (a model row of a "
+        f"single seed), N days (under {MIN_ANNUALISED_DAYS} decision days: annualised "
+        "figures are shown per day).",
         "PSR: the probability that the true Sharpe ratio of the seed-mean daily returns "
         "exceeds 0 (Bailey & López de Prado 2012). DSR: the same against the Sharpe ratio "
         "the best of this board's rows would reach by luck (deflated by the number of rows "

@@ -21,13 +21,14 @@ order mostly noise, so the report ranks them the way the leaderboard does
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 import pandas as pd
 
 from tradebench.inference import InferenceSettings, comparisons, row_statistics
 from tradebench.inference.pairs import significance_ranks
+from tradebench.inference.rows import seed_key
 from tradebench.metrics.returns import TRADING_DAYS_PER_YEAR
 from tradebench.report.load import RunData
 from tradebench.report.tables import GROUP_KEYS, WINDOW_KEYS
@@ -60,8 +61,13 @@ __all__ = [
     "ONE_SEED",
     "RANK_COLUMNS",
     "days_flag",
+    "episode_fallbacks",
+    "episode_traded",
     "interval_text",
+    "per_day_factor",
     "rank_panel",
+    "row_flags",
+    "shows_per_day",
 ]
 
 
@@ -143,45 +149,70 @@ def _row_summary(done: pd.DataFrame, panel_row: pd.Series) -> pd.DataFrame:
     return agents[same]
 
 
-def _traded(run: RunData, rows: pd.DataFrame) -> bool:
-    """Whether any order of `rows`' episodes filled within the episode's own days."""
-    for row in rows.itertuples(index=False):
-        orders = run.orders.get(str(row.episode_id))
-        steps = run.steps.get(str(row.episode_id))
-        if orders is None or orders.empty or steps is None or steps.empty:
-            continue
-        last = pd.to_datetime(steps["date"]).iloc[: int(row.n_steps)].max()
-        dates = pd.to_datetime(orders["date"])
-        if (orders["status"].isin(TRADED) & (dates <= last)).any():
-            return True
-    return False
+def episode_traded(steps: pd.DataFrame | None, orders: pd.DataFrame | None, days: int) -> bool:
+    """Whether any order of an episode filled within its first `days` decision days."""
+    if orders is None or orders.empty or steps is None or steps.empty:
+        return False
+    last = pd.to_datetime(steps["date"]).iloc[:days].max()
+    dates = pd.to_datetime(orders["date"])
+    return bool((orders["status"].isin(TRADED) & (dates <= last)).any())
 
 
-def _all_fallbacks(run: RunData, rows: pd.DataFrame) -> bool:
-    """Whether every step of every episode of `rows` fell back (a model that never
-    acted on its own)."""
+def episode_fallbacks(steps: pd.DataFrame | None, days: int) -> tuple[int, int] | None:
+    """(steps that fell back, steps) over an episode's first `days` decision days; None
+    where its steps record no `fallback` (not a model, or no steps written)."""
+    if steps is None or "fallback" not in steps:
+        return None
+    flags = steps["fallback"].iloc[:days].astype("boolean").fillna(False)
+    return int(flags.sum()), len(flags)
+
+
+def row_flags(
+    kind: str,
+    traded: Iterable[bool],
+    fallbacks: Iterable[tuple[int, int] | None],
+    seeds: pd.Series,
+    days: int,
+) -> str:
+    """The comma-separated flags of one ranked row (module docstring) from its episodes'
+    facts: whether each traded (`episode_traded`), its fallback count (`episode_fallbacks`)
+    and its seed, and the row's fewest decision days. The report's panel and the
+    leaderboard both flag rows here."""
     flags = []
-    for row in rows.itertuples(index=False):
-        steps = run.steps.get(str(row.episode_id))
-        if steps is None or "fallback" not in steps:
-            return False
-        flags.append(steps["fallback"].iloc[: int(row.n_steps)].astype("boolean"))
-    values = pd.concat(flags) if flags else pd.Series(dtype="boolean")
-    return bool(len(values)) and bool(values.fillna(False).all())
-
-
-def _flags(run: RunData, rows: pd.DataFrame, kind: str, days: int) -> str:
-    """The comma-separated flags of one panel row (module docstring)."""
-    flags = []
-    if kind != "benchmark" and not _traded(run, rows):
+    if kind != "benchmark" and not any(traded):
         flags.append(NO_TRADES)
-    if kind == "llm" and _all_fallbacks(run, rows):
-        flags.append(ALL_FALLBACKS)
-    if kind == "llm" and rows["seed"].nunique(dropna=False) == 1:
+    counts = list(fallbacks)
+    if kind == "llm" and counts and all(c is not None for c in counts):
+        fell, steps = (sum(c[i] for c in counts if c is not None) for i in (0, 1))
+        if steps > 0 and fell == steps:
+            flags.append(ALL_FALLBACKS)
+    if kind == "llm" and seed_key(seeds).nunique() == 1:
         flags.append(ONE_SEED)
     if days < MIN_ANNUALISED_DAYS:
         flags.append(days_flag(days))
     return ", ".join(flags)
+
+
+def shows_per_day(days: int) -> bool:
+    """Whether a row behind `days` decision days shows its annualised figures per day."""
+    return days < MIN_ANNUALISED_DAYS
+
+
+def per_day_factor(metric: str, per_day: bool) -> float:
+    """What divides a figure of `metric` to show it: its annualisation factor
+    (`ANNUAL_FACTORS`) in a `per_day` row, so the raw daily figure shows, else 1."""
+    return ANNUAL_FACTORS.get(metric, 1.0) if per_day else 1.0
+
+
+def _flags(run: RunData, rows: pd.DataFrame, kind: str, days: int) -> str:
+    """The flags of one panel row from the run's own step and order tables."""
+    traded, fallbacks = [], []
+    for row in rows.itertuples(index=False):
+        eid, own = str(row.episode_id), int(row.n_steps)
+        steps = run.steps.get(eid)
+        traded.append(episode_traded(steps, run.orders.get(eid), own))
+        fallbacks.append(episode_fallbacks(steps, own))
+    return row_flags(kind, traded, fallbacks, rows["seed"], days)
 
 
 def _per_day(panel: pd.DataFrame, per_day: pd.Series) -> pd.DataFrame:
@@ -224,7 +255,7 @@ def rank_panel(
                 "interval": stats.get("interval", "none"),
                 "flags": _flags(run, rows, str(panel_row["kind"]), days),
                 "days": days,
-                "per_day": days < MIN_ANNUALISED_DAYS,
+                "per_day": shows_per_day(days),
             }
         )
     out = pd.concat([panel.drop(columns="rank"), pd.DataFrame(extra, index=panel.index)], axis=1)
