@@ -401,6 +401,13 @@ def _render_eval(outcome: EvalOutcome) -> None:
             "tool calls, scored wrong above), accuracy without them "
             + ("–" if kept is None else f"{kept:.3f}")
         )
+        if s.text_fallbacks:
+            reasons = ", ".join(f"{why} {n}" for why, n in s.text_fallbacks.items())
+            console.print(
+                f"{s.model}: {sum(s.text_fallbacks.values())} attempts answered over plain "
+                f"text, the server would not take tools ({reasons})",
+                highlight=False,
+            )
     console.print(outcome.summary.sampling)
     console.print(f"wrote {outcome.results}, {outcome.summary_path}")
     if outcome.report is not None:

@@ -103,14 +103,32 @@ def parse_retry_after(headers: Mapping[str, str]) -> float | None:
         return None if parsed is None else max(parsed.timestamp() - time.time(), 0.0)
 
 
-def _give_up(label: str, attempt: int, fault: TransientFault, stats: FaultStats) -> ProviderError:
+class AttemptsExhausted(ProviderError):
+    """Every attempt of a request failed with a transient fault; `faults` counts them by
+    kind (`connection` alone: the endpoint dropped or refused every connection)."""
+
+    def __init__(self, message: str, faults: Mapping[str, int]) -> None:
+        """The error line and the faults of the attempts by kind."""
+        super().__init__(message)
+        self.faults = dict(faults)
+
+    @property
+    def only_connections(self) -> bool:
+        """Whether every attempt lost its connection (no HTTP status, no timeout)."""
+        return set(self.faults) == {"connection"}
+
+
+def _give_up(
+    label: str, attempt: int, fault: TransientFault, stats: FaultStats, faults: Mapping[str, int]
+) -> AttemptsExhausted:
     """Count and log a request that failed for good; the error to raise."""
     stats.failures += 1
     llm_logger().warning("%s attempt %d failed for good: %s", label, attempt, fault)
-    return ProviderError(
+    return AttemptsExhausted(
         f"{label}: gave up after {attempt} attempts; last fault {fault}. "
         "Check that the endpoint is up and reachable; a run spec's agent entry can allow "
-        "more attempts (max_attempts) and a longer wait per attempt (timeout_s)."
+        "more attempts (max_attempts) and a longer wait per attempt (timeout_s).",
+        faults,
     )
 
 
@@ -133,12 +151,14 @@ async def call_with_retries(
         failed attempts.
 
     Raises:
-        ProviderError: Attempts exhausted (the last fault is named) or a fatal error.
+        AttemptsExhausted: Every attempt met a transient fault (the last one is named).
+        ProviderError: A fatal error.
     """
     log = llm_logger()
     rng = rng or random.Random()
     stats.requests += 1
     kinds: dict[str, int] = {}
+    met: dict[str, int] = {}
     waited = lost = 0.0
     for attempt in range(1, policy.max_attempts + 1):
         stats.attempts += 1
@@ -152,8 +172,9 @@ async def call_with_retries(
             stats.faults[fault.kind] = stats.faults.get(fault.kind, 0) + 1
             field = CallFaults.field_for(fault.kind)
             kinds[field] = kinds.get(field, 0) + 1
+            met[fault.kind] = met.get(fault.kind, 0) + 1
             if attempt == policy.max_attempts:
-                raise _give_up(label, attempt, fault, stats) from None
+                raise _give_up(label, attempt, fault, stats, met) from None
             delay = policy.backoff(attempt, fault.retry_after, rng)
             log.warning("%s attempt %d failed: %s; retrying in %.2fs", label, attempt, fault, delay)
             waited += delay

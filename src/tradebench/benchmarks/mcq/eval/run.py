@@ -213,6 +213,9 @@ class EvalRow(BaseModel):
     """JSON of the assistant and tool turns (redacted)."""
     tool_choice_fallbacks: int = 0
     """Steps down the forced-call ladder (`tool_choice` forms refused or ignored)."""
+    text_fallback: str = ""
+    """Tools: why the attempt went over plain text ("" when it did not: `refused`,
+    `dropped`, `dropped before`; `eval.text_tools.TextFallback`)."""
 
 
 class EvalSummary(BaseModel):
@@ -308,6 +311,7 @@ def _row(model: ChatModel, mode: str, run: int, record: MCQRecord, result: Solve
         tool_calls=result.tool_calls,
         transcript=result.transcript,
         tool_choice_fallbacks=result.tool_choice_fallbacks,
+        text_fallback=result.text_fallback,
     )
 
 

@@ -10,7 +10,10 @@
   whose calls run confined in the question's own workspace (files persist across calls;
   removed after the question), `pip_install` from a local wheel directory when one is given,
   a budget of calls and seconds per question, then a forced `answer` submit tool whose only
-  argument is a letter enum.
+  argument is a letter enum. Where the server refuses the tool schemas, or drops the
+  connection on every attempt of the first request with tools, the question is answered
+  over plain text instead (`eval.text_tools`), once, and the row says why
+  (`SolveResult.text_fallback`); after a drop, that model gets no tools request again.
 
 Evaluation and mining (both solver stages) use these same solvers.
 """
@@ -30,12 +33,19 @@ from tradebench.agents.tool_loop import LoopConfig, run_tool_loop
 from tradebench.agents.tools import SubmitTool
 from tradebench.benchmarks.mcq.eval.parse import parse_letter
 from tradebench.benchmarks.mcq.eval.sandbox_tool import limits_for, workspace_tools
-from tradebench.benchmarks.mcq.eval.text_tools import TextOutcome, refuses_tools, solve_as_text
+from tradebench.benchmarks.mcq.eval.text_tools import (
+    TextFallback,
+    TextOutcome,
+    dropped_tools,
+    refuses_tools,
+    solve_as_text,
+)
 from tradebench.benchmarks.mcq.prompt_files import render
 from tradebench.errors import ConfigError, ProviderError
 from tradebench.llm.base import ChatModel
+from tradebench.llm.observed import ObservedModel
 from tradebench.llm.redact import Redactor
-from tradebench.llm.types import Message, Usage
+from tradebench.llm.types import ChatResponse, Message, Usage
 from tradebench.registry import Registry
 from tradebench.sandbox import SandboxLimits
 from tradebench.sandbox.workspace import Budget, Workspace
@@ -84,6 +94,8 @@ class SolveResult(BaseModel):
     tool_choice_fallbacks: int = 0
     """Steps down the forced-call ladder: `tool_choice` forms the endpoint refused or
     ignored (`llm.openai_provider`)."""
+    text_fallback: TextFallback = ""
+    """Tools: why the attempt went over plain text ("" when it did not; `TextFallback`)."""
 
 
 class Solver(Protocol):
@@ -189,6 +201,9 @@ class WithToolsSolver:
     limits: SandboxLimits = field(default_factory=SandboxLimits)
     question_seconds: float = QUESTION_SECONDS
     wheels: str | None = None
+    dropped: set[str] = field(default_factory=set, compare=False, hash=False, repr=False)
+    """Labels of the models whose first tools request was dropped on every attempt: they
+    get the text protocol from then on (`TextFallback`)."""
 
     async def __call__(self, model: ChatModel, posed: Posed, sample_index: int) -> SolveResult:
         """See `Solver`."""
@@ -205,24 +220,38 @@ class WithToolsSolver:
             packages=PACKAGES_NOTE if self.wheels else "",
         )
         with Workspace(posed.files, self.limits, budget, self.wheels) as workspace:
-            try:
-                result = await run_tool_loop(
-                    model,
-                    system=system,
-                    user=user_message(posed),
-                    tools=workspace_tools(workspace, packages=self.wheels is not None),
-                    submit=ANSWER_TOOL,
-                    config=config,
-                )
-            except ProviderError as exc:
-                if not refuses_tools(exc):
-                    raise
-                logging.getLogger("tradebench.mcq").warning(
-                    "%s refused tool schemas (%s); question %s answered over plain text",
-                    model.config.label,
-                    exc,
-                    posed.id,
-                )
+            label = model.config.label
+            if label in self.dropped:
+                why: TextFallback = "dropped before"
+            else:
+                replies: list[ChatResponse] = []
+                try:
+                    result = await run_tool_loop(
+                        ObservedModel(model, replies.append),
+                        system=system,
+                        user=user_message(posed),
+                        tools=workspace_tools(workspace, packages=self.wheels is not None),
+                        submit=ANSWER_TOOL,
+                        config=config,
+                    )
+                    why = ""
+                except ProviderError as exc:
+                    if refuses_tools(exc):
+                        why, said = "refused", "refused tool schemas"
+                    elif dropped_tools(exc, len(replies)):
+                        why, said = "dropped", "dropped every attempt of a request with tools"
+                        self.dropped.add(label)
+                    else:
+                        raise
+                    logging.getLogger("tradebench.mcq").warning(
+                        "%s %s (%s); question %s answered over plain text%s",
+                        label,
+                        said,
+                        exc,
+                        posed.id,
+                        ", and so are its later questions" if why == "dropped" else "",
+                    )
+            if why:
                 text = await solve_as_text(
                     model,
                     _files_text(posed.files),
@@ -231,7 +260,7 @@ class WithToolsSolver:
                     sample_index,
                     self.max_tool_calls,
                 )
-                return _text_result(text)
+                return _text_result(text, why)
         letter = result.action.letter if result.action is not None else None
         answers = [c for c in result.tool_calls if c.name == SUBMIT_NAME]
         last_text = next(
@@ -252,8 +281,9 @@ class WithToolsSolver:
         )
 
 
-def _text_result(text: TextOutcome) -> SolveResult:
-    """A text-protocol exchange as a solver result (`tool_calls`: programs run)."""
+def _text_result(text: TextOutcome, why: TextFallback) -> SolveResult:
+    """A text-protocol exchange as a solver result (`tool_calls`: programs run), with the
+    reason it went over text."""
     return SolveResult(
         letter=text.letter,
         parsed=text.letter is not None,
@@ -265,6 +295,7 @@ def _text_result(text: TextOutcome) -> SolveResult:
         model_calls=text.model_calls,
         tool_calls=text.runs,
         transcript=_transcript(text.messages),
+        text_fallback=why,
     )
 
 

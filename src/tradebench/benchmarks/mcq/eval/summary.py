@@ -119,6 +119,10 @@ class ModelSummary(BaseModel):
     tool_choice_fallbacks: int = 0
     """Steps down the forced-call ladder over all attempts: `tool_choice` forms the endpoint
     refused or ignored before one worked (0 for results written before they were kept)."""
+    text_fallbacks: dict[str, int] = {}
+    """Tools: attempts answered over plain text, by reason (`refused`: the server refused
+    the tool schemas; `dropped`: it dropped every attempt of the first request with tools;
+    `dropped before`: after such a drop, no tools request was sent); empty when none."""
 
 
 def _none(value: float) -> float | None:
@@ -192,7 +196,16 @@ def _model_summary(rows: pd.DataFrame) -> ModelSummary:
         tool_choice_fallbacks=int(rows["tool_choice_fallbacks"].sum())
         if "tool_choice_fallbacks" in rows.columns
         else 0,
+        text_fallbacks=_text_fallbacks(rows),
     )
+
+
+def _text_fallbacks(rows: pd.DataFrame) -> dict[str, int]:
+    """Attempts answered over plain text, by reason (none for rows written before)."""
+    if "text_fallback" not in rows.columns:
+        return {}
+    reasons = rows["text_fallback"].fillna("").astype(str)
+    return {str(k): int(n) for k, n in reasons[reasons != ""].value_counts().sort_index().items()}
 
 
 def summarise(rows: pd.DataFrame) -> list[ModelSummary]:

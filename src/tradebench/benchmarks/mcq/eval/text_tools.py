@@ -1,8 +1,10 @@
 """The with-tools solver over plain text, for servers that refuse tool schemas.
 
 Some OpenAI-compatible servers answer a request that carries `tools` with an error (a
-model without tool support, a server started without tool parsing). There the with-tools
-solver falls back to this protocol: the model writes a program in a fenced ```python block,
+model without tool support, a server started without tool parsing), and some drop the
+connection instead (llama.cpp's server can close it, or crash, on a grammar it cannot
+build from a schema). There the with-tools solver falls back to this protocol
+(`TextFallback`): the model writes a program in a fenced ```python block,
 it runs in the question's workspace as `run_python` would run it, its result comes back as
 the next user message, and a reply without a block is read for its `Answer: X` line
 (`parse.parse_letter`). The budgets are the tools' own: at most `max_runs` programs, the
@@ -14,13 +16,14 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from typing import Any
+from typing import Any, Literal
 
 from tradebench.benchmarks.mcq.eval.parse import parse_letter
 from tradebench.benchmarks.mcq.eval.sandbox_tool import TOOL_NAME, check_lengths, tool_result
 from tradebench.benchmarks.mcq.prompt_files import render
 from tradebench.errors import ProviderError, ToolError
 from tradebench.llm.base import ChatModel
+from tradebench.llm.retry import AttemptsExhausted
 from tradebench.llm.types import Message, Usage
 from tradebench.sandbox.workspace import BudgetExhausted, Workspace
 
@@ -28,7 +31,21 @@ CODE_BLOCK = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)
 REFUSAL = re.compile(r"HTTP (?:400|404|422|500|501)\b")
 ANSWER_NOW = "No more programs can run. Reply with the line `Answer: X` now."
 
-__all__ = ["CODE_BLOCK", "TextOutcome", "refuses_tools", "solve_as_text"]
+TextFallback = Literal["", "refused", "dropped", "dropped before"]
+"""Why a with-tools attempt went over plain text: "" (it did not); `refused` (the first
+tools request got an HTTP error naming tools); `dropped` (every attempt of the question's
+first tools request lost its connection, before any reply); `dropped before` (an earlier
+question's tools request was dropped so: this model gets no tools request again in this
+evaluation, so its retries are paid once)."""
+
+__all__ = [
+    "CODE_BLOCK",
+    "TextFallback",
+    "TextOutcome",
+    "dropped_tools",
+    "refuses_tools",
+    "solve_as_text",
+]
 
 
 def refuses_tools(exc: ProviderError) -> bool:
@@ -38,6 +55,13 @@ def refuses_tools(exc: ProviderError) -> bool:
     return bool(REFUSAL.search(text)) and any(
         word in text.lower() for word in ("tool", "function", "grammar")
     )
+
+
+def dropped_tools(exc: ProviderError, replies: int) -> bool:
+    """Whether a failed request with tools lost its connection on every attempt
+    (`AttemptsExhausted.only_connections`) before the question had any reply (`replies`):
+    a drop later in the exchange is the endpoint's failure, not the tools'."""
+    return replies == 0 and isinstance(exc, AttemptsExhausted) and exc.only_connections
 
 
 def last_program(text: str) -> str | None:
