@@ -145,3 +145,28 @@ def test_qlib_feature_past_calendar(synth: Dataset, tmp_path: Path) -> None:
     write_bin(root / "features" / sym / "close.day.bin", 25, np.ones(20))
     with pytest.raises(DataError, match="runs past the calendar"):
         import_qlib(QlibImport(source=root, out=tmp_path / "ds"))
+
+
+def test_qlib_import_counts_symbols_and_says_what_it_imported(
+    synth: Dataset, tmp_path: Path
+) -> None:
+    export_qlib(synth, QlibExport(out=tmp_path / "qlib", membership_universe="top"))
+    listed = (tmp_path / "qlib" / "instruments" / "all.txt").read_text().splitlines()
+    heard: list[tuple[str, int, int]] = []
+    import_qlib(
+        QlibImport(source=tmp_path / "qlib", out=tmp_path / "lib", membership_universe="top"),
+        lambda phase, done, total: heard.append((phase, done, total)),
+    )
+    features = [(d, t) for p, d, t in heard if p == "reading features of all"]
+    assert features == [(i, len(listed)) for i in range(len(listed) + 1)]  # symbol by symbol
+    args = ["data", "import", str(tmp_path / "qlib"), "--format", "qlib", "-o"]
+    result = CliRunner().invoke(app, [*args, str(tmp_path / "ds"), "--membership-universe", "top"])
+    assert result.exit_code == 0, result.output
+    back = load_dataset(tmp_path / "ds")
+    days = sorted(back.bars["date"].dt.date.unique())
+    members = len((tmp_path / "qlib" / "instruments" / "top.txt").read_text().splitlines())
+    line = next(x for x in result.output.splitlines() if x.startswith("imported "))
+    assert line.startswith(
+        f"imported {len(back.bars):,} bars of {len(listed)} symbols, {days[0]} .. {days[-1]}, "
+        f"{members} membership intervals, "
+    )
