@@ -108,11 +108,14 @@ class _ListFeed(bt.feeds.PandasData):
         return True
 
 
-def _cerebro(
-    bars: pd.DataFrame, config: BacktestConfig, analyzers: bool
-) -> tuple[bt.Cerebro, _ListFeed]:
+def list_feed(bars: pd.DataFrame) -> _ListFeed:
+    """The feed of every backtest here: `bars` as backtrader's `PandasData` reads them."""
+    return _ListFeed(dataname=bars, openinterest=None)
+
+
+def cerebro_for(feed: bt.feeds.DataBase, config: BacktestConfig, analyzers: bool) -> bt.Cerebro:
+    """A `Cerebro` set up as `config` says (broker, commission, strategy) on `feed`."""
     cerebro = bt.Cerebro(stdstats=False)
-    feed = _ListFeed(dataname=bars, openinterest=None)
     cerebro.adddata(feed)
     cerebro.broker.setcash(config.initial_cash)
     cerebro.broker.setcommission(commission=config.commission_rate)
@@ -130,7 +133,7 @@ def _cerebro(
             bt.analyzers.Returns, _name="returns", timeframe=bt.TimeFrame.Days, tann=252
         )
         cerebro.addanalyzer(bt.analyzers.TradeAnalyzer, _name="trades")
-    return cerebro, feed
+    return cerebro
 
 
 def run_backtest(
@@ -141,8 +144,8 @@ def run_backtest(
     With `analyzers`, backtrader's DrawDown, Returns (daily, 252 per year) and
     TradeAnalyzer results are attached, so tests can compare answers with them.
     """
-    cerebro, feed = _cerebro(bars, config, analyzers)
-    strat = cerebro.run()[0]
+    feed = list_feed(bars)
+    strat = cerebro_for(feed, config, analyzers).run()[0]
     cls = STRATEGY_CLASSES[config.strategy.name]
     snap = pd.DataFrame(
         strat.snapshots, columns=["date", "cash", "value", "position", *cls.line_names]
