@@ -41,9 +41,12 @@ benchmark builds its own from, so it sits below `benchmarks`."""
 
 DEFERRED_IMPORTS: dict[str, frozenset[str]] = {
     "tradebench.agents.factor.torch_fit": frozenset({"tradebench.agents.factor.nets"}),
+    "tradebench.benchmarks.mcq.bars": frozenset({"tradebench.data"}),
 }
 """Imports inside functions outside `cli/`, each with its reason: the factor zoo imports its
-PyTorch networks (which need the optional torch) on use. Entries looked up by name (a
+PyTorch networks (which need the optional torch) on use; the MCQ builder's bar loader
+imports `tradebench.data` only to read a dataset folder (a build from a long Parquet file
+starts without it). Entries looked up by name (a
 benchmark, an agent's or a provider's adapter, an installed package's entry point) are
 imported by `registry.Registry` from their `module:attribute` path, not by an import
 statement."""

@@ -7,10 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, get_args
 
 import typer
-from rich.table import Table
 
-from tradebench.cli.counting import counting_bar
-from tradebench.cli.endpoint import check_listening
 from tradebench.cli.kit import (
     REPLIES_KEPT,
     AllowUnknownPrice,
@@ -189,6 +186,8 @@ def _render_build(result: BuildResult, out: Path) -> None:
             f"{st.jitter_mean:.1%}, min {st.jitter_min:.1%}, max {st.jitter_max:.1%}"
         )
     if result.skipped:
+        from rich.table import Table
+
         table = Table("template", "strategy", "not asked because", title="not applicable")
         for skip in result.skipped:
             table.add_row(skip.template, skip.strategy, skip.reason)
@@ -206,18 +205,20 @@ def check_cmd(
 
     Example: tradebench mcq check mcq.jsonl
     """
-    from tradebench.benchmarks.mcq.check.files import check_file
+    from tradebench.benchmarks.mcq.check import check_records
     from tradebench.benchmarks.mcq.records import read_jsonl
 
-    total = len(read_jsonl(path))
+    records = read_jsonl(path)  # read and validated once
     with _progress() as progress:
-        task = progress.add_task("checking", total=total)
-        report = check_file(path, lambda: progress.advance(task))
+        task = progress.add_task("checking", total=len(records))
+        report = check_records(records, tick=lambda: progress.advance(task))
     passed = len(report.verdicts) - len(report.failures)
     console.print(
         f"{passed}/{len(report.verdicts)} questions agree ({report.backtests} backtests re-run)"
     )
     if report.failures:
+        from rich.table import Table
+
         table = Table(
             "id", "template", "strategy", "keyed", "re-derived", "problem", title="mismatches"
         )
@@ -370,6 +371,9 @@ def eval_cmd(
         cache_mode=cache_mode,  # type: ignore[arg-type]
         budget=budget_config(max_tokens, max_cost_usd, price, allow_unknown_price),
     )
+    from tradebench.cli.counting import counting_bar
+    from tradebench.cli.endpoint import check_listening
+
     fresh = not (out / "cache.sqlite").exists()  # a rerun may be answered from its cache
     if mode != "agent" and base_url and cache_mode != "replay" and fresh:
         check_listening(base_url)
@@ -382,6 +386,8 @@ def eval_cmd(
 
 
 def _render_eval(outcome: EvalOutcome) -> None:
+    from rich.table import Table
+
     table = Table("model", "slice", "accuracy", "std", "Wilson 95%", "constant", "random")
     for column in table.columns[1:]:  # figures whole; a long model name folds instead
         column.no_wrap = True
@@ -546,6 +552,8 @@ def mine_cmd(
 
 
 def _render_mine(outcome: MineOutcome) -> None:
+    from rich.table import Table
+
     s = outcome.summary
     table = Table("outcome", "attempts", title=f"mining run {outcome.run_id}")
     for name, count in s.outcomes.items():

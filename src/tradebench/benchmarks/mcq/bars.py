@@ -26,7 +26,6 @@ from tradebench.benchmarks.mcq.bar_rules import (
 )
 from tradebench.benchmarks.mcq.bars_parquet import symbol_table
 from tradebench.benchmarks.mcq.config import DataRef
-from tradebench.data import load_dataset
 
 
 def validate_bars(bars: pd.DataFrame) -> pd.DataFrame:
@@ -75,7 +74,10 @@ def read_long_parquet(path: Path, symbol: str, start: dt.date, end: dt.date) -> 
 def read_dataset(
     path: Path, symbol: str, start: dt.date, end: dt.date, adjusted: bool
 ) -> pd.DataFrame:
-    """Read one symbol's window from a tradebench dataset folder via `tradebench.data`."""
+    """Read one symbol's window from a tradebench dataset folder via `tradebench.data`
+    (imported here: a build from a long Parquet file does without it)."""
+    from tradebench.data import load_dataset
+
     return load_dataset(path).symbol_bars(symbol, start, end, adjusted=adjusted)
 
 

@@ -41,11 +41,14 @@ class BacktestLog:
 
 
 class _ListFeed(bt.feeds.PandasData):
-    """backtrader's `PandasData` with each bar read from Python lists made once at start.
+    """backtrader's `PandasData` with its bars read from Python lists made once at start.
 
     `PandasData` indexes the frame with `.iloc` once per column per bar, which was a third
-    of a build; the values (the same float64s, the same `date2num` of each index stamp) and
-    so every backtest are unchanged.
+    of a build; here each line's values (the same float64s, the same `date2num` of each
+    index stamp, NaN for `openinterest`) are listed once. A preloading run (backtrader's
+    default) appends each list to its line's buffer in one step, which leaves the buffers
+    exactly as the bar-by-bar `load` would (no filters, time zone or date limits are set
+    here); a run without preload loads them bar by bar. Every backtest is unchanged.
     """
 
     def start(self) -> None:
@@ -57,6 +60,43 @@ class _ListFeed(bt.feeds.PandasData):
             if name != "datetime" and (col := self._colmapping[name]) is not None
         ]
         self._stamps = [bt.date2num(t.to_pydatetime()) for t in frame.index]
+        aliases = [name for name in self.getlinealiases() if name != "datetime"]
+        self._tick_nulls = dict.fromkeys([*(f"tick_{name}" for name in aliases), "tick_last"])
+        self._tick_lines = [(f"tick_{name}", getattr(self.lines, name)) for name in aliases]
+        self._tick_lead = (f"tick_{self._getlinealias(0)}", self.lines[0])
+
+    def _tick_nullify(self) -> None:
+        """`DataBase._tick_nullify` (every `tick_*` attribute None), in one update."""
+        self.__dict__.update(self._tick_nulls)
+
+    def _tick_fill(self, force: bool = False) -> None:
+        """`DataBase._tick_fill`: unless a tick was set, each `tick_*` is its line's
+        current value and `tick_last` the first line's, set in one pass."""
+        state = self.__dict__
+        name, lead = self._tick_lead
+        if force or state.get(name) is None:
+            for attr, line in self._tick_lines:
+                state[attr] = line[0]
+            state["tick_last"] = lead[0]
+
+    def preload(self) -> None:
+        """Fill every line's buffer at once, then rewind as `DataBase.preload` does."""
+        limits = self.fromdate > float("-inf") or self.todate < float("inf")
+        if self._filters or self._ffilters or self._tzinput or limits or self.buflen():
+            super().preload()  # anything the plain append would not reproduce
+            return
+        n = len(self._stamps)
+        filled = {id(line) for line, _ in self._rows}
+        for line, values in self._rows:
+            line.array.extend(values)
+        for line in self.lines:
+            if line is self.lines.datetime:
+                line.array.extend(self._stamps)
+            elif id(line) not in filled:
+                line.array.extend([float("nan")] * n)
+        self._idx = n - 1
+        self._last()
+        self.home()
 
     def _load(self) -> bool:
         self._idx += 1
@@ -68,9 +108,15 @@ class _ListFeed(bt.feeds.PandasData):
         return True
 
 
-def _cerebro(bars: pd.DataFrame, config: BacktestConfig, analyzers: bool) -> bt.Cerebro:
+def list_feed(bars: pd.DataFrame) -> _ListFeed:
+    """The feed of every backtest here: `bars` as backtrader's `PandasData` reads them."""
+    return _ListFeed(dataname=bars, openinterest=None)
+
+
+def cerebro_for(feed: bt.feeds.DataBase, config: BacktestConfig, analyzers: bool) -> bt.Cerebro:
+    """A `Cerebro` set up as `config` says (broker, commission, strategy) on `feed`."""
     cerebro = bt.Cerebro(stdstats=False)
-    cerebro.adddata(_ListFeed(dataname=bars, openinterest=None))
+    cerebro.adddata(feed)
     cerebro.broker.setcash(config.initial_cash)
     cerebro.broker.setcommission(commission=config.commission_rate)
     sizing = config.sizing
@@ -98,12 +144,16 @@ def run_backtest(
     With `analyzers`, backtrader's DrawDown, Returns (daily, 252 per year) and
     TradeAnalyzer results are attached, so tests can compare answers with them.
     """
-    strat = _cerebro(bars, config, analyzers).run()[0]
+    feed = list_feed(bars)
+    strat = cerebro_for(feed, config, analyzers).run()[0]
     cls = STRATEGY_CLASSES[config.strategy.name]
     snap = pd.DataFrame(
         strat.snapshots, columns=["date", "cash", "value", "position", *cls.line_names]
     )
-    snap["date"] = pd.to_datetime(snap["date"])
+    # Snapshots carry the bar's `date2num` stamp; each is one of the feed's, made from a
+    # bar's date, which is the date it stands for.
+    day = dict(zip(feed._stamps, bars.index, strict=True))
+    snap["date"] = pd.DatetimeIndex([day[stamp] for stamp in snap["date"]])
     snap = snap.set_index("date")
     fills = pd.DataFrame(strat.fills, columns=FILL_COLUMNS)
     fills["date"] = pd.to_datetime(fills["date"]).dt.normalize()

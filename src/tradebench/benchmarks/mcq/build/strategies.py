@@ -177,14 +177,16 @@ class InstrumentedStrategy(bt.Strategy):
             )
 
     def _snapshot(self) -> None:
-        lines = tuple(float(line[0]) for line in self.logged_lines.values())
+        """Log the close: the bar's `date2num` stamp (`run_backtest` turns it back into
+        the bar's date), cash, value, shares held and the logged lines."""
+        broker = self.broker
         self.snapshots.append(
             (
-                self.data.datetime.date(0),
-                self.broker.getcash(),
-                self.broker.getvalue(),
+                self.data.datetime[0],
+                broker.getcash(),
+                broker.getvalue(),
                 self.position.size,
-                *lines,
+                *[float(line[0]) for line in self.logged_lines.values()],
             )
         )
 

@@ -72,10 +72,22 @@ def read_dataset_symbol(
     if adjusted:
         factor = float_column(fetched["adj_factor"])
         values.update({c: values[c] * factor for c in PRICES})
-    dates = np.ma.filled(np.ma.asarray(fetched["date"]), np.datetime64("NaT"))
+    dates = filled(fetched["date"], np.datetime64("NaT"))
     return dates.astype("datetime64[ns]"), values
 
 
 def float_column(values: Any) -> np.ndarray:
     """A fetched column as float64, NULL as NaN (DuckDB hands masked arrays for NULLs)."""
-    return np.ma.filled(np.ma.asarray(values).astype("float64"), np.nan)
+    if type(values) is np.ndarray:  # no NULL: numpy.ma is not needed (nor imported)
+        return values.astype("float64")
+    return filled(np.ma.asarray(values).astype("float64"), np.nan)
+
+
+def filled(values: Any, fill: Any) -> np.ndarray:
+    """A fetched column with its NULLs (the masked entries of a masked array) set to `fill`.
+
+    DuckDB hands a plain array when a column holds no NULL, and that comes back as it
+    is, so numpy.ma is loaded only for a column with NULLs."""
+    if type(values) is np.ndarray:
+        return values
+    return np.ma.filled(np.ma.asarray(values), fill)

@@ -34,7 +34,11 @@ from tradebench.benchmarks.mcq.bar_rules import (
     unreadable,
     zoned_dates,
 )
-from tradebench.benchmarks.mcq.check.dataset_reader import float_column, read_dataset_symbol
+from tradebench.benchmarks.mcq.check.dataset_reader import (
+    filled,
+    float_column,
+    read_dataset_symbol,
+)
 from tradebench.benchmarks.mcq.config import DataRef
 from tradebench.errors import DataError
 
@@ -101,7 +105,7 @@ def _query(con: Any, path: Path, symbol: str) -> tuple[np.ndarray, dict[str, np.
         con.close()
     if len(fetched["date"]) == 0:
         raise symbol_absent(symbol, path)
-    stored = np.ma.filled(np.ma.asarray(fetched["date"]), np.datetime64("NaT"))
+    stored = filled(fetched["date"], np.datetime64("NaT"))
     if text and np.isnat(stored.astype("datetime64[ns]")).any():
         raise DataError(f"bars file {path} has text dates that are not ISO dates (YYYY-MM-DD)")
     return stored.astype("datetime64[ns]"), {c: float_column(fetched[c]) for c in OHLCV}
