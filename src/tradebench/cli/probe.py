@@ -263,9 +263,9 @@ def levels(
     """
     from rich.table import Table
 
+    from tradebench.benchmarks.portfolio.shown import ACCOUNT_GRID
     from tradebench.data import load_dataset
     from tradebench.probe.level_attack import attack_levels, level_rates, probe_pairs
-    from tradebench.benchmarks.portfolio.shown import ACCOUNT_GRID
     from tradebench.probe.store import read_probe_set
 
     probe_set = read_probe_set(probes)

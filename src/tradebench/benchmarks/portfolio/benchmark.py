@@ -10,20 +10,20 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from tradebench.agents.loop_types import LoopConfig
-from tradebench.benchmarks.portfolio.agent import PortfolioLLMAgent, rebase_close
-from tradebench.benchmarks.portfolio.options import MODES, PortfolioOptions, resolve_price_mode
-from tradebench.benchmarks.portfolio.prompt_files import load_prompts
+from tradebench.benchmarks.portfolio.agent import PortfolioLLMAgent
 from tradebench.benchmarks.portfolio.capital import (
     default_capital,
     episode_lot_exposure,
     warn_if_lots_show,
 )
+from tradebench.benchmarks.portfolio.options import MODES, PortfolioOptions, resolve_price_mode
+from tradebench.benchmarks.portfolio.prompt_files import load_prompts
 from tradebench.data.dataset import Dataset
 from tradebench.data.indexes import index_name
 from tradebench.errors import ConfigError
@@ -43,7 +43,6 @@ from tradebench.runs.protocol import EpisodeContext, EpisodeRef
 from tradebench.runs.records import EpisodeRecord
 from tradebench.runs.spec import RunSpec, Window
 from tradebench.runs.summary import BROKER_COLUMNS, default_metrics
-from tradebench.view import MarketView
 
 NAME = "portfolio"
 log = logging.getLogger("tradebench.runs")
@@ -139,7 +138,7 @@ class PortfolioBenchmark:
     the spec omits `masks`)."""
     summary_columns = (*BROKER_COLUMNS, "price_mode", "lot_visible_share")
     broker_files = True
-    resume_hints = {
+    resume_hints: ClassVar[dict[str, str]] = {
         "options.initial_cash": "a spec without initial_cash now gives a run with model "
         "episodes under rebased prices a capital that hides every lot (docs/portfolio.md); "
         "set options.initial_cash to the folder's figure to resume it as it was"
