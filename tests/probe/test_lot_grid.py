@@ -141,7 +141,7 @@ def test_a_run_says_which_capital_hides_every_lot(
 ) -> None:
     """The warning a spec gets at a small book names the capital (200,000 x the dearest
     rebase close of the window's universe), and a book that large gets none."""
-    from tradebench.benchmarks.portfolio.benchmark import warn_if_lots_show
+    from tradebench.benchmarks.portfolio.capital import warn_if_lots_show
     from tradebench.market.rules import MarketRules
     from tradebench.runs.spec import Window
 
@@ -158,3 +158,111 @@ def test_a_run_says_which_capital_hides_every_lot(
     with caplog.at_level("WARNING", logger="tradebench.runs"):
         warn_if_lots_show(ds, window, MarketRules.for_market("cn", initial_cash=BIG_BOOK))
     assert not [r for r in caplog.records if "account grid" in r.getMessage()]
+
+
+def _one_two_five_at_least(value: float) -> float:
+    """The first of 1, 2, 5, 10, 20, 50, ... x 10^6 not below `value` (the oracle's own
+    walk up the series, not the code's logarithm)."""
+    figure, steps = 1e6, (2.0, 2.5, 2.0)
+    i = 0
+    while figure < value:
+        figure *= steps[i % 3]
+        i += 1
+    return figure
+
+
+def _oracle_capital(shared_data: Path, first_day: str) -> float:
+    """The documented default, from the source files: 2 x 200,000 x the dearest raw close
+    (the file's adjusted close over its `factor`), on the trading day before `first_day`, of
+    the stocks in the CSI300 that day, on the 1-2-5 series."""
+    bars = pd.read_parquet(
+        shared_data / "cn" / "csi300_members_daily_2018_2026.parquet",
+        columns=["date", "symbol", "close", "factor"],
+    )
+    bars["close"] = bars["close"] / bars["factor"]
+    bars["date"] = pd.to_datetime(bars["date"])
+    day = pd.Timestamp(first_day)
+    before = bars.loc[bars["date"] < day, "date"].max()
+    members = pd.read_csv(shared_data / "universe" / "csi300_membership.csv")
+    start, end = pd.to_datetime(members["opt-in"]), pd.to_datetime(members["opt-out"])
+    inside = members.loc[(start <= day) & (end.isna() | (end > day)), "symbol"]
+    closes = bars[(bars["date"] == before) & bars["symbol"].isin(inside)]["close"]
+    return _one_two_five_at_least(2 * 200_000 * float(closes.max()))
+
+
+def _spec(ds_dir: Path, agents: list[dict[str, object]], **options: object) -> object:
+    from tradebench.runs.spec import RunSpec
+
+    return RunSpec.model_validate(
+        {
+            "dataset": str(ds_dir),
+            "benchmark": "portfolio",
+            "windows": [{"start": DAY, "end": "2024-06-10"}],
+            "modes": ["memory_only"],
+            "masks": ["blinded"],
+            "agents": agents,
+            "options": options,
+        }
+    )
+
+
+MODEL = {"name": "m", "provider": "openai", "model": "x", "base_url": "http://127.0.0.1:9/v1"}
+BASELINE = {"name": "ew", "baseline": "equal_weight"}
+
+
+def test_the_default_capital_hides_every_lot(
+    ds: Dataset, cn_dataset_dir: Path, shared_data: Path, tmp_path: Path
+) -> None:
+    """A blinded model run that sets no capital gets the documented one, recorded in its
+    spec.yaml; at it the price-level attack (every channel, the lot step included) gives no
+    price back beyond the constant guess, for the dearest stocks and a spread of others."""
+    from tradebench.benchmarks.portfolio.benchmark import BENCHMARK
+    from tradebench.runs.executor import plan
+    from tradebench.runs.spec import RunSpec
+
+    expected = _oracle_capital(shared_data, DAY)
+    assert expected == 1e9  # Moutai near CNY 1,600 before 2024-06-03
+    planned = plan(BENCHMARK, _spec(cn_dataset_dir, [MODEL, BASELINE]), tmp_path / "run")
+    assert planned.options.initial_cash == expected
+    recorded = RunSpec.load(tmp_path / "run" / "spec.yaml")
+    assert recorded.options["initial_cash"] == expected
+    pos = _pos(ds)
+    pairs = [(s, pos) for s in _stocks(ds, pos, 6)]
+    found = attack_levels(ds, pairs, price_modes=("rebased",))
+    assert set(found["initial_cash"]) == {expected}
+    assert "lot_step" in set(found["channel"])
+    assert len(found) >= 10
+    assert not (found["hit"] & ~found["constant_hit"]).any(), found[found["hit"]]
+
+
+def test_runs_without_a_rebased_model_keep_the_old_capital(
+    cn_dataset_dir: Path, tmp_path: Path
+) -> None:
+    """Baselines alone, or a model under raw prices: CNY 1,000,000, as before the rule (so
+    baseline summaries and bright runs are unchanged)."""
+    from tradebench.benchmarks.portfolio.benchmark import BENCHMARK
+    from tradebench.runs.executor import plan
+
+    alone = plan(BENCHMARK, _spec(cn_dataset_dir, [BASELINE]), tmp_path / "a")
+    raw = plan(BENCHMARK, _spec(cn_dataset_dir, [MODEL], price_mode="raw"), tmp_path / "b")
+    assert alone.options.initial_cash == raw.options.initial_cash == 1_000_000.0
+
+
+def test_a_folder_written_at_the_old_default_says_how_to_resume(
+    cn_dataset_dir: Path, tmp_path: Path
+) -> None:
+    """A blinded model folder that recorded CNY 1M: the same spec without a capital is
+    refused with both figures and the advice; naming 1M resumes it."""
+    from tradebench.benchmarks.portfolio.benchmark import BENCHMARK
+    from tradebench.errors import ConfigError
+    from tradebench.runs.executor import plan
+
+    folder = tmp_path / "run"
+    plan(BENCHMARK, _spec(cn_dataset_dir, [MODEL], initial_cash=1e6), folder)
+    with pytest.raises(ConfigError) as refused:
+        plan(BENCHMARK, _spec(cn_dataset_dir, [MODEL]), folder)
+    message = str(refused.value)
+    assert "options.initial_cash (1000000.0 then, 1000000000.0 now)" in message
+    assert "set options.initial_cash to the folder's figure" in message
+    assert "\n" not in message
+    plan(BENCHMARK, _spec(cn_dataset_dir, [MODEL], initial_cash=1e6), folder)

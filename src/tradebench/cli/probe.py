@@ -247,21 +247,23 @@ def levels(
     ] = None,
     limit: Annotated[int | None, typer.Option(min=1, help="Only the first N probes.")] = None,
     initial_cash: Annotated[
-        float,
+        float | None,
         typer.Option(
             min=1,
-            help="The account's capital (its grid hides lots of stocks under 1/200,000 of it).",
+            help="The account's capital (its grid hides lots of stocks under 1/200,000 of "
+            "it); default: the capital a blinded model run starting on the probes' days gets.",
         ),
-    ] = 1_000_000.0,
+    ] = None,
 ) -> None:
     """Price-level attack: buy each probe's stock, then read its raw price back from the
     blinded account (state, account text, fill, the smallest order that fills) under raw
     and rebased prices.
 
-    Example: tradebench probe levels probes.jsonl -o levels.parquet --initial-cash 6e8
+    Example: tradebench probe levels probes.jsonl -o levels.parquet --initial-cash 1e6
     """
     from rich.table import Table
 
+    from tradebench.benchmarks.portfolio.shown import ACCOUNT_GRID
     from tradebench.data import load_dataset
     from tradebench.probe.level_attack import attack_levels, level_rates, probe_pairs
     from tradebench.probe.store import read_probe_set
@@ -293,4 +295,7 @@ def levels(
             str(r.beyond_constant),
             f"{r.median_error:.1%}",
         )
+    capital = results["initial_cash"].iloc[0] if len(results) else initial_cash
+    if capital is not None:
+        table.caption = f"capital {capital:,.0f} (grid step {capital * ACCOUNT_GRID:,.0f})"
     console.print(table)

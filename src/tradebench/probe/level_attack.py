@@ -36,6 +36,7 @@ import pandas as pd
 
 from tradebench.agents.tools import Tool
 from tradebench.benchmarks.portfolio.agent import rebase_close
+from tradebench.benchmarks.portfolio.capital import hiding_capital
 from tradebench.benchmarks.portfolio.context import PriceMode, StepContext
 from tradebench.benchmarks.portfolio.observation import StepInfo, user_message
 from tradebench.benchmarks.portfolio.prompt_files import load_prompts
@@ -191,10 +192,16 @@ def attack_levels(
     pairs: list[tuple[str, int]],
     price_modes: tuple[PriceMode, ...] = ("raw", "rebased"),
     level: MaskLevel = "blinded",
-    initial_cash: float = 1_000_000.0,
+    initial_cash: float | None = None,
 ) -> pd.DataFrame:
     """One row per (stock, day) x price mode x channel: the recovered price, the truth,
-    whether it is a hit, and whether the constant rebased level would have been one."""
+    whether it is a hit, and whether the constant rebased level would have been one.
+    `initial_cash` None: the capital a run would get by default with model episodes under
+    rebased prices and a window starting on each probe's day (`capital.hiding_capital`);
+    the `initial_cash` column says which."""
+    if initial_cash is None:
+        lot = MarketRules.for_market(ds.market).lot_size
+        initial_cash = hiding_capital(ds, sorted({ds.panel.dates[pos] for _, pos in pairs}), lot)
     rows = []
     for symbol, pos in pairs:
         for mode in price_modes:
@@ -214,6 +221,7 @@ def attack_levels(
                         "truth": real,
                         "hit": abs(value / real - 1) <= TOLERANCE,
                         "constant_hit": abs(REBASE_LEVEL / real - 1) <= TOLERANCE,
+                        "initial_cash": initial_cash,
                     }
                 )
     return pd.DataFrame(rows)

@@ -83,7 +83,9 @@ class Plan:
 
 
 def plan(benchmark: Benchmark, spec: RunSpec, run_dir: Path, add_cells: bool = False) -> Plan:
-    """Resolve the data, options and axes (an omitted axis as the benchmark's default), check
+    """Resolve the data, options (a benchmark's `resolve_options`, when it has one, sets the
+    defaults that depend on the grid and the data) and axes (an omitted axis as the
+    benchmark's default), check
     the folder was written with the same spec, write the resolved `spec.yaml`, list what is
     left.
 
@@ -96,9 +98,13 @@ def plan(benchmark: Benchmark, spec: RunSpec, run_dir: Path, add_cells: bool = F
     axes = resolve_axes(benchmark, {"modes": spec.modes, "masks": spec.masks})
     run_dir.mkdir(parents=True, exist_ok=True)
     dataset = resolve_dataset(spec.dataset, run_dir)
-    resolved = spec.model_copy(update={"options": options.model_dump(mode="json"), **axes})
     data = cached_dataset(str(dataset))
-    check_folder(run_dir, resolved, data.manifest, add_cells, undeclared_axes(benchmark))
+    resolve_options = getattr(benchmark, "resolve_options", None)
+    if resolve_options is not None:  # defaults that depend on the grid and the data
+        options = resolve_options(spec.model_copy(update=axes), options, data)
+    resolved = spec.model_copy(update={"options": options.model_dump(mode="json"), **axes})
+    hints = getattr(benchmark, "resume_hints", None) or {}
+    check_folder(run_dir, resolved, data.manifest, add_cells, undeclared_axes(benchmark), hints)
     episodes = benchmark.expand(resolved, options, data)
     write_guard(run_dir, resolved, data.manifest)  # only a spec that expanded claims the folder
     todo = [ep for ep in episodes if not is_done(episode_folder(run_dir, ep.id))]

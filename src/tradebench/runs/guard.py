@@ -24,7 +24,7 @@ import os
 import shutil
 import signal
 import sys
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -173,10 +173,12 @@ def check_folder(
     manifest: Manifest,
     add_cells: bool = False,
     ignored: Collection[str] = (),
+    hints: Mapping[str, str] | None = None,
 ) -> None:
     """Refuse to write into a folder written with another spec, dataset or results version.
     `ignored`: spec keys that change nothing the benchmark computes (the axes it does not
     declare, which a folder written before axes were declared recorded with values).
+    `hints`: a benchmark's advice per dotted key, added to a refusal that names the key.
 
     Raises:
         ConfigError: `spec.yaml` or `guard.json` is unreadable; the spec differs in a key that
@@ -185,7 +187,7 @@ def check_folder(
     """
     path = run_dir / GUARD_FILE
     guard = read_model(path, FolderGuard, "run folder guard", GUARD_FIX) if path.exists() else None
-    check_spec(run_dir, spec, add_cells, ignored)
+    check_spec(run_dir, spec, add_cells, ignored, hints)
     if guard is None:
         return  # a new folder, or one written before the guard file existed
     digest = manifest_sha256(manifest)
@@ -216,7 +218,11 @@ def write_guard(run_dir: Path, spec: RunSpec, manifest: Manifest) -> None:
 
 
 def check_spec(
-    run_dir: Path, spec: RunSpec, add_cells: bool = False, ignored: Collection[str] = ()
+    run_dir: Path,
+    spec: RunSpec,
+    add_cells: bool = False,
+    ignored: Collection[str] = (),
+    hints: Mapping[str, str] | None = None,
 ) -> None:
     """Refuse to write a changed spec into a folder written with another one (the `ignored`
     top-level keys left out of the comparison).
@@ -237,16 +243,29 @@ def check_spec(
     keys = differing_keys(old, new, ignored)
     if not keys or (add_cells and _only_additions(old, new, ignored)):
         return
-    shown = ", ".join(keys[:8]) + (f" and {len(keys) - 8} more" if len(keys) > 8 else "")
+    before, after = _flat(old), _flat(new)
+    shown = ", ".join(_change(k, before.get(k), after.get(k)) for k in keys[:8])
+    shown += f" and {len(keys) - 8} more" if len(keys) > 8 else ""
     hint = (
         "run into a new --out folder"
         if add_cells
         else "run into a new --out folder, or pass --add-cells to only add new cells"
     )
+    advice = "".join(f"; {hints[k]}" for k in keys if hints and k in hints)
     raise ConfigError(
         f"{run_dir} was written with another spec (differs in {shown}); its episodes would "
-        f"not match this spec: {hint}"
+        f"not match this spec: {hint}{advice}"
     )
+
+
+def _change(key: str, then: Any, now: Any) -> str:
+    """A differing key, with its two values when both are short scalars."""
+    scalars = (str, int, float, bool, type(None))
+    if isinstance(then, scalars) and isinstance(now, scalars):
+        shown = f"{then!r} then, {now!r} now"
+        if len(shown) <= 80:
+            return f"{key} ({shown})"
+    return key
 
 
 def die_with_parent() -> None:

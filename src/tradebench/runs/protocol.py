@@ -85,7 +85,13 @@ SummaryColumns = dict[str, Any]
 
 
 class Benchmark(Protocol):
-    """A benchmark as the harness runs it."""
+    """A benchmark as the harness runs it.
+
+    Two optional members are read when present: `resolve_options(spec, options, dataset)`
+    returns the options with the defaults that depend on the grid and the data filled in
+    (what `spec.yaml` records), and `resume_hints` maps a dotted spec key to advice added
+    to a refused rerun that differs in it.
+    """
 
     name: str
     """Registered name (`benchmark:` in specs)."""

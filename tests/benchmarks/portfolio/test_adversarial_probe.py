@@ -85,6 +85,8 @@ class AdversarialRun:
     ds: Dataset
     conversations: list[Conversation]
     folder: Path
+    capital: float
+    """The run's initial capital, as its spec.yaml recorded it."""
 
 
 def _conversations(requests: list[Any]) -> list[Conversation]:
@@ -158,9 +160,20 @@ def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     llm = summary[summary["kind"] == "llm"]
     assert (llm["status"] == "done").all() and len(llm) == 12
     assert (llm["fallback_steps"] == 0).all()  # after every attack, a valid decision
-    visible = llm["lot_visible_share"]  # a 1M book: the account grid hides almost no lot
-    assert (visible > 0.5).all() if price_mode == "rebased" else visible.isna().all()
-    return AdversarialRun(name, price_mode, ds, _conversations(requests), folder)
+    capital = float(RunSpec.load(folder / "spec.yaml").options["initial_cash"])
+    visible = llm["lot_visible_share"]
+    if price_mode == "rebased":  # the default capital hides every lot (docs/portfolio.md)
+        assert capital > 200_000 * 2 * before_close_max(ds, start) and (visible == 0).all()
+    else:
+        assert capital == INITIAL_CASH and visible.isna().all()
+    return AdversarialRun(name, price_mode, ds, _conversations(requests), folder, capital)
+
+
+def before_close_max(ds: Dataset, start: str) -> float:
+    """The dearest raw close among the day's members on the day before `start`."""
+    pos = int(np.searchsorted(ds.panel.dates, np.datetime64(start)))
+    listed = ds.panel.listed[pos] & ds.panel.listed[pos - 1]
+    return float(np.nanmax(np.where(listed, ds.panel.fields["close"][pos - 1], np.nan)))
 
 
 def test_every_mode_and_mask_was_attacked(run: AdversarialRun) -> None:
@@ -303,7 +316,7 @@ def _num(text: str) -> float:
     return float(text.replace(",", ""))
 
 
-def _implied(c: Conversation) -> list[tuple[str, str, float]]:
+def _implied(c: Conversation, capital: float) -> list[tuple[str, str, float]]:
     """(id, channel, implied price) from the account text of a second step: NAV x weight /
     units of each holding, and the cash spent on the one fill over the units filled."""
     account = ACCOUNT_RE.search(c.user)
@@ -316,7 +329,8 @@ def _implied(c: Conversation) -> list[tuple[str, str, float]]:
     fills = FILL_RE.findall(c.user)
     if len(fills) == 1:
         ident, units, cost = fills[0]
-        out.append((ident, "cash spent / units", (INITIAL_CASH - cash - _num(cost)) / _num(units)))
+        spent = capital - cash - _num(cost)
+        out.append((ident, "cash spent / units", spent / _num(units)))
     for state in _tool_results(c.body, "get_portfolio_state"):
         for p in state.get("positions", []):
             value = state["nav"] * p["weight"]
@@ -348,7 +362,7 @@ def test_no_ratio_of_account_numbers_gives_a_raw_price(run: AdversarialRun) -> N
     for c in (c for c in run.conversations if "Step 2 of" in c.user):
         mine = orders[orders["episode"].str.contains(f"_{c.mode}_{c.mask}_")]
         real_of = dict(zip(mine["stock_id_sent"], mine["symbol"], strict=False))
-        for ident, channel, implied in _implied(c):
+        for ident, channel, implied in _implied(c, run.capital):
             col = panel.column_map[real_of[ident]]
             raw = panel.fields["open" if channel.startswith("cash") else "close"][day, col]
             base = panel.fields["close"][day - 1, col]

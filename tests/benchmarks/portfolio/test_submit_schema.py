@@ -102,14 +102,15 @@ def _user(request: RecordedRequest) -> str:
 
 
 def _buy_then_hold(request: RecordedRequest) -> Reply:
-    """Step 1: buy 100 shares of the first table id; later steps: submit nothing."""
+    """Step 1: buy 5% of NAV of the first table id; later steps: submit nothing."""
     user = _user(request)
     if HOLDING.search(user):
         return Reply.tool(
             "submit_action", {"orders": [], "overall_reason": "hold what I bought yesterday"}
         )
-    order = {"stock_id": sorted(TABLE_ROW.findall(user))[0], "side": "BUY", "shares": 100,
-             "confidence": 0.6, "reason": "first name in the table"}  # fmt: skip
+    order = {"stock_id": sorted(TABLE_ROW.findall(user))[0], "side": "BUY",
+             "target_weight": 0.05, "confidence": 0.6,
+             "reason": "first name in the table"}  # fmt: skip
     return Reply.tool(
         "submit_action", {"orders": [order], "overall_reason": "one small buy from the table"}
     )

@@ -10,16 +10,20 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from tradebench.agents.loop_types import LoopConfig
-from tradebench.benchmarks.portfolio.agent import PortfolioLLMAgent, rebase_close
+from tradebench.benchmarks.portfolio.agent import PortfolioLLMAgent
+from tradebench.benchmarks.portfolio.capital import (
+    default_capital,
+    episode_lot_exposure,
+    warn_if_lots_show,
+)
 from tradebench.benchmarks.portfolio.options import MODES, PortfolioOptions, resolve_price_mode
 from tradebench.benchmarks.portfolio.prompt_files import load_prompts
-from tradebench.benchmarks.portfolio.shown import LotExposure, lot_exposure
 from tradebench.data.dataset import Dataset
 from tradebench.data.indexes import index_name
 from tradebench.errors import ConfigError
@@ -39,7 +43,6 @@ from tradebench.runs.protocol import EpisodeContext, EpisodeRef
 from tradebench.runs.records import EpisodeRecord
 from tradebench.runs.spec import RunSpec, Window
 from tradebench.runs.summary import BROKER_COLUMNS, default_metrics
-from tradebench.view import MarketView
 
 NAME = "portfolio"
 log = logging.getLogger("tradebench.runs")
@@ -101,30 +104,13 @@ def warn_if_cut(dataset: Dataset, window: Window) -> None:
         )
 
 
-def episode_lot_exposure(ds: Dataset, start: str, end: str, rules: MarketRules) -> LotExposure:
-    """How far the account grid of an episode starting at `start` hides the lots of its
-    first day's universe under rebased prices (`shown.lot_exposure`)."""
-    first = ds.panel.dates[trading_days(ds.panel, start, end)[0]]
-    view = MarketView(ds, first)
-    return lot_exposure(
-        rebase_close(view, first)[view.member_mask()], rules.lot_size, rules.initial_cash
+def models_see_rebased_prices(spec: RunSpec, options: PortfolioOptions) -> bool:
+    """Whether a model agent of the run trades under rebased prices in some mask."""
+    rebased = any(
+        resolve_price_mode(options.price_mode, mask) == "rebased"  # type: ignore[arg-type]
+        for mask in spec.masks
     )
-
-
-def warn_if_lots_show(ds: Dataset, window: Window, rules: MarketRules) -> None:
-    """Say on screen when rebased prices cannot hide some lots at the spec's capital."""
-    exposure = episode_lot_exposure(ds, str(window.start), str(window.end), rules)
-    if exposure.visible_share > 0:
-        log.warning(
-            "under rebased prices the account grid (0.1%% of the initial cash) cannot hide "
-            "one lot of %.0f%% of the universe in %s..%s, so their price levels can be read "
-            "from holdings and order sizes; an initial_cash of %s or more hides every lot "
-            "(docs/portfolio.md)",
-            exposure.visible_share * 100,
-            window.start,
-            window.end,
-            f"{exposure.capital_to_hide:,.0f}",
-        )
+    return rebased and any(entry.is_llm for entry in spec.agents)
 
 
 def step_cap(*caps: int | None) -> int | None:
@@ -152,8 +138,25 @@ class PortfolioBenchmark:
     the spec omits `masks`)."""
     summary_columns = (*BROKER_COLUMNS, "price_mode", "lot_visible_share")
     broker_files = True
+    resume_hints: ClassVar[dict[str, str]] = {
+        "options.initial_cash": "a spec without initial_cash now gives a run with model "
+        "episodes under rebased prices a capital that hides every lot (docs/portfolio.md); "
+        "set options.initial_cash to the folder's figure to resume it as it was"
+    }
+    """Advice added to a refused rerun that names the key (`runs.guard.check_spec`)."""
     report_sections = ()
     """The broker sections of `tradebench report` cover this benchmark."""
+
+    def resolve_options(
+        self, spec: RunSpec, options: PortfolioOptions, dataset: Dataset
+    ) -> PortfolioOptions:
+        """The options with `initial_cash` set: the spec's, else `capital.default_capital`
+        (a capital that hides every lot when model episodes see rebased prices)."""
+        if options.initial_cash is not None or not spec.windows:
+            return options
+        hides = models_see_rebased_prices(spec, options)
+        cash = default_capital(dataset, spec.windows, hides)
+        return options.model_copy(update={"initial_cash": cash})
 
     def expand(
         self, spec: RunSpec, options: PortfolioOptions, dataset: Dataset
@@ -162,14 +165,10 @@ class PortfolioBenchmark:
         if not spec.windows:
             raise ConfigError("the portfolio benchmark needs at least one entry in `windows`")
         modes = list(spec.modes)
-        rules = MarketRules.for_market(dataset.market, initial_cash=options.initial_cash)
-        rebased = any(
-            resolve_price_mode(options.price_mode, mask) == "rebased"  # type: ignore[arg-type]
-            for mask in spec.masks
-        )
+        rules = MarketRules.for_market(dataset.market, initial_cash=options.capital)
         for window in spec.windows:
             warn_if_cut(dataset, window)
-            if rebased and any(entry.is_llm for entry in spec.agents):
+            if models_see_rebased_prices(spec, options):
                 warn_if_lots_show(dataset, window, rules)
         for entry in spec.agents:  # an unknown baseline or bad arguments: before any episode
             if not entry.is_llm:
@@ -187,12 +186,12 @@ class PortfolioBenchmark:
         """Simulate the episode through the broker (resuming its journal) and write it."""
         opts: PortfolioOptions = ctx.options
         ds = ctx.dataset
-        rules = MarketRules.for_market(ds.market, initial_cash=opts.initial_cash)
+        rules = MarketRules.for_market(ds.market, initial_cash=opts.capital)
         cap = step_cap(opts.max_steps, ctx.agent.max_steps if ctx.agent else None)
         start, end = episode_window(ds, ref.window, cap)
         extra: dict[str, Any] = {}
         if ref.kind == "benchmark" or ctx.agent is None:
-            result = benchmark_result(ds, start, end, opts.initial_cash)
+            result = benchmark_result(ds, start, end, opts.capital)
             built = Spec(name="benchmark")
         elif ref.kind == "baseline":
             agent, built = build_rule_agent(ctx.agent.baseline or "", ctx.agent.args, rules)
@@ -211,7 +210,7 @@ class PortfolioBenchmark:
             "last": str(days.max().date()) if len(days) else None,
         }
         return ref.record(
-            NAME, "done", initial_cash=opts.initial_cash, n_steps=len(result.steps), **extra
+            NAME, "done", initial_cash=opts.capital, n_steps=len(result.steps), **extra
         )
 
     async def _model_episode(

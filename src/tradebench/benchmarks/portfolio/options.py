@@ -41,7 +41,15 @@ class PortfolioOptions(BaseModel):
         description="`raw` price levels or `rebased` (100 = close before the episode); "
         "null = rebased under the masks that hide stocks, raw otherwise",
     )
-    initial_cash: float = Field(default=1_000_000.0, gt=0, allow_inf_nan=False)
+    initial_cash: float | None = Field(
+        default=None,
+        gt=0,
+        allow_inf_nan=False,
+        description="capital at the start of every episode; null = CNY 1,000,000, or, in a "
+        "run with model episodes under rebased prices, the smallest 1-2-5 figure whose account "
+        "grid hides every lot with room for prices to double (`capital.default_capital`); the "
+        "resolved figure is written to the run folder's spec.yaml",
+    )
     prompt_version: str = Field(
         default="v3",
         description="prompt files (`prompts/<version>/`); `v4` is the paper's protocol "
@@ -80,6 +88,13 @@ class PortfolioOptions(BaseModel):
         if self.answer_form is not None:
             return self.answer_form
         return "json" if self.paper_protocol else "tool"
+
+    @property
+    def capital(self) -> float:
+        """The resolved `initial_cash` (set by `PortfolioBenchmark.resolve_options`)."""
+        if self.initial_cash is None:
+            raise ValueError("initial_cash is resolved when a run is planned; it is unset here")
+        return self.initial_cash
 
     @property
     def resolved_limit_filter(self) -> bool:
