@@ -20,8 +20,11 @@ CPUs with nothing to wait for, so no latency can be hidden beyond it: efficiency
 level is at most ceiling / (episodes / latency), printed as a bound, with the CPU per call
 of the server and of this process, and for Ray of each of its processes (model workers,
 budget and cache keepers, Ray's own daemons; read from Linux `/proc` while the grid runs,
-since the actors exit with the run). Where the bound is below a target, only more CPUs (a
-cluster's nodes) or less work per call reach it.
+since the actors exit with the run; only the processes below this one, so another Ray
+cluster on the machine is not counted). Its last line sets Ray's CPU per call (every
+process of the run but the server) beside its anchor, the local executor's in the same
+invocation, as a ratio. Where the bound is below a target, only more CPUs (a cluster's
+nodes) or less work per call reach it.
 
     python perf/ray_scale.py [--levels 8 32 128] [--latency-ms 200] [--steps 3]
         [--rpm 500] [--models 10] [--seeds 3] [--days 548]
@@ -39,7 +42,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -68,23 +71,44 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def ray_processes() -> dict[int, tuple[str, float]]:
-    """pid -> (role, CPU seconds so far) of this machine's Ray processes: actors and
-    workers by their process title (`ray::ModelWorker`, ...), the daemons by name."""
-    out: dict[int, tuple[str, float]] = {}
+def descendants(root: int) -> set[int]:
+    """Pids of every process below `root` (Linux `/proc`): this run's Ray cluster, not
+    another one on the same machine."""
+    children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue  # exited meanwhile
+        children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = set(), [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def ray_processes() -> dict[int, tuple[str, float]]:
+    """pid -> (role, CPU seconds so far) of this run's Ray processes (below this one):
+    actors and workers by their process title (`ray::ModelWorker`, ...), the daemons by
+    name."""
+    out: dict[int, tuple[str, float]] = {}
+    for pid in descendants(os.getpid()):
+        entry = Path(f"/proc/{pid}")
+        try:
             title = (entry / "cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
             name = (entry / "comm").read_text().strip()
-            cpu = cpu_seconds(int(entry.name))
+            cpu = cpu_seconds(pid)
         except (OSError, ValueError):
             continue  # exited meanwhile
         if title.startswith("ray::"):
-            out[int(entry.name)] = (title.split()[0], cpu)
+            out[pid] = (title.split()[0], cpu)
         elif name in ("raylet", "gcs_server"):
-            out[int(entry.name)] = (name, cpu)
+            out[pid] = (name, cpu)
     return out
 
 
@@ -253,11 +277,13 @@ def main(argv: list[str] | None = None) -> None:
                       f"{row['efficiency']:>6.0%} {row['startup_s']:>10.2f} "
                       f"{row['steady_efficiency']:>10.0%}")  # fmt: skip
         top = max(args.levels)
+        per_run: dict[str, float] = {}
         with loopback(0.0) as fast:
             for executor in ("local", "ray"):
                 spec = grid(dataset, fast, top, args.steps, executor)
                 server_cpu, own_cpu = cpu_seconds(SERVERS[fast]), time.process_time()
-                with ray_cpu() as by_role:
+                sampler = ray_cpu() if executor == "ray" else nullcontext({})
+                with sampler as by_role:  # the local run needs none of Ray's processes
                     row = measure(spec, tmp / f"c-{executor}", 1e-9)
                 server_cpu = cpu_seconds(SERVERS[fast]) - server_cpu
                 own_cpu = time.process_time() - own_cpu
@@ -273,6 +299,7 @@ def main(argv: list[str] | None = None) -> None:
                     f"  CPU per call: loopback server {server_cpu * per_call:.1f} ms, "
                     f"{where} {own_cpu * per_call:.1f} ms (whole run, start-up included)"
                 )
+                per_run[executor] = (sum(by_role.values()) + own_cpu) * per_call
                 if executor == "ray":
                     roles = sorted(by_role.items(), key=lambda kv: -kv[1])
                     parts = ", ".join(
@@ -280,6 +307,12 @@ def main(argv: list[str] | None = None) -> None:
                     )
                     total = (sum(by_role.values()) + own_cpu + server_cpu) * per_call
                     print(f"  Ray processes, ms per call: {parts}; all together {total:.1f} ms")
+        ratio = per_run["ray"] / per_run["local"]
+        print(
+            f"Ray CPU per call {per_run['ray']:.1f} ms (driver, workers, keepers, daemons) / "
+            f"local CPU per call {per_run['local']:.1f} ms (the harness process) = "
+            f"{ratio:.2f}x (server apart; target <= 1.5x)"
+        )
         print(project(last["calls"] / max(last["steps"], 1), args, last["steady_efficiency"]))
 
 
