@@ -21,8 +21,10 @@ level is at most ceiling / (episodes / latency), printed as a bound, with the CP
 of the server and of this process, and for Ray of each of its processes (model workers,
 budget and cache keepers, Ray's own daemons; read from Linux `/proc` while the grid runs,
 since the actors exit with the run; only the processes below this one, so another Ray
-cluster on the machine is not counted). Its last line sets Ray's CPU per call (every
-process of the run but the server) beside its anchor, the local executor's in the same
+cluster on the machine is not counted), for the whole run and after start-up (from the
+first completed step, the episodes' first calls apart). Its last two lines set Ray's CPU
+per call (every process of the run but the server: driver, model workers, keepers, Ray's
+daemons) beside its anchor, the local executor's (the harness process) in the same
 invocation, as a ratio. Where the bound is below a target, only more CPUs (a cluster's
 nodes) or less work per call reach it.
 
@@ -42,7 +44,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -105,37 +107,63 @@ def ray_processes() -> dict[int, tuple[str, float]]:
             cpu = cpu_seconds(pid)
         except (OSError, ValueError):
             continue  # exited meanwhile
-        if title.startswith("ray::"):
-            out[pid] = (title.split()[0], cpu)
+        if title.startswith("ray::"):  # ray::ModelWorker.episode -> ray::ModelWorker
+            out[pid] = (title.split()[0].split(".")[0], cpu)
         elif name in ("raylet", "gcs_server"):
             out[pid] = (name, cpu)
     return out
 
 
-@contextmanager
-def ray_cpu() -> Iterator[dict[str, float]]:
-    """CPU seconds each Ray role spent inside the block, by role (summed over processes);
-    sampled every 0.2 s, so processes that exit inside the block are counted up to their
-    last sample."""
-    before = ray_processes()
-    last: dict[int, tuple[str, float]] = dict(before)
-    stop = threading.Event()
+class CpuMeter:
+    """CPU seconds spent inside a `with` block by this process and, with `ray`, by each
+    role of this run's Ray processes (summed over processes; sampled every 0.2 s, so a
+    process that exits inside the block counts up to its last sample); `mark()` (at the
+    first completed step) splits off the start-up."""
 
-    def sample() -> None:
-        while not stop.wait(0.2):
-            last.update(ray_processes())
+    def __init__(self, ray: bool) -> None:
+        """Count this process, and this run's Ray processes when `ray`."""
+        self.ray = ray
+        self.first: dict[int, tuple[str, float]] = {}
+        self.marked: dict[int, tuple[str, float]] | None = None
+        self.last: dict[int, tuple[str, float]] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
 
-    thread = threading.Thread(target=sample, daemon=True)
-    thread.start()
-    spent: dict[str, float] = {}
-    try:
-        yield spent
-    finally:
-        stop.set()
-        thread.join()
-        last.update(ray_processes())
-        for pid, (role, cpu) in last.items():
-            spent[role] = spent.get(role, 0.0) + cpu - before.get(pid, (role, 0.0))[1]
+    def snapshot(self) -> dict[int, tuple[str, float]]:
+        """pid -> (role, CPU seconds so far) of every process counted."""
+        out = ray_processes() if self.ray else {}
+        out[os.getpid()] = ("this process", cpu_seconds(os.getpid()))
+        return out
+
+    def _sample(self) -> None:
+        while not self.stop.wait(0.2):
+            self.last.update(self.snapshot())
+
+    def __enter__(self) -> CpuMeter:
+        self.first = self.snapshot()
+        self.last = dict(self.first)
+        if self.ray:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        if self.ray:
+            self.thread.join()
+        self.last.update(self.snapshot())
+
+    def mark(self) -> None:
+        """Note everyone's CPU now (once): what follows is the run after start-up."""
+        if self.marked is None:
+            self.marked = self.snapshot()
+
+    def spent(self, after_mark: bool = False) -> dict[str, float]:
+        """CPU seconds by role over the block, or from the mark to its end."""
+        base = (self.marked or {}) if after_mark else self.first
+        out: dict[str, float] = {}
+        for pid, (role, cpu) in self.last.items():
+            out[role] = out.get(role, 0.0) + cpu - base.get(pid, (role, 0.0))[1]
+        return out
 
 
 @contextmanager
@@ -178,11 +206,20 @@ def grid(dataset: Path, url: str, episodes: int, steps: int, executor: str) -> R
     )
 
 
-def measure(spec: RunSpec, out: Path, latency_s: float) -> dict[str, Any]:
-    """Run `spec` into `out`; wall, calls, steps and efficiency against the ideal."""
+def measure(
+    spec: RunSpec, out: Path, latency_s: float, meter: CpuMeter | None = None
+) -> dict[str, Any]:
+    """Run `spec` into `out`; wall, calls, steps and efficiency against the ideal (and
+    `meter` marked at the first completed step)."""
     progress = RunProgress()
     stamps: list[tuple[float, int]] = []
-    progress.listeners.append(lambda p: stamps.append((time.perf_counter(), p.steps_done)))
+
+    def stamp(p: RunProgress) -> None:
+        stamps.append((time.perf_counter(), p.steps_done))
+        if meter is not None and p.steps_done > 0:
+            meter.mark()
+
+    progress.listeners.append(stamp)
     start = time.perf_counter()
     asyncio.run(run_spec(spec, out, progress))
     wall = time.perf_counter() - start
@@ -277,42 +314,46 @@ def main(argv: list[str] | None = None) -> None:
                       f"{row['efficiency']:>6.0%} {row['startup_s']:>10.2f} "
                       f"{row['steady_efficiency']:>10.0%}")  # fmt: skip
         top = max(args.levels)
-        per_run: dict[str, float] = {}
+        per_call: dict[str, tuple[float, float]] = {}
+        """executor -> CPU ms per call of every process but the server: whole run, and
+        after start-up."""
         with loopback(0.0) as fast:
             for executor in ("local", "ray"):
                 spec = grid(dataset, fast, top, args.steps, executor)
-                server_cpu, own_cpu = cpu_seconds(SERVERS[fast]), time.process_time()
-                sampler = ray_cpu() if executor == "ray" else nullcontext({})
-                with sampler as by_role:  # the local run needs none of Ray's processes
-                    row = measure(spec, tmp / f"c-{executor}", 1e-9)
+                server_cpu = cpu_seconds(SERVERS[fast])
+                with CpuMeter(ray=executor == "ray") as meter:
+                    row = measure(spec, tmp / f"c-{executor}", 1e-9, meter)
                 server_cpu = cpu_seconds(SERVERS[fast]) - server_cpu
-                own_cpu = time.process_time() - own_cpu
                 ceiling = (row["calls"] - top) / max(row["wall_s"] - row["startup_s"], 1e-9)
                 print(
                     f"ceiling ({executor}, {top} episodes, 0 ms): {ceiling:.0f} calls/s after "
                     f"start-up; at {latency * 1000:.0f} ms the ideal is {top / latency:.0f} "
                     f"calls/s, so efficiency <= {min(ceiling * latency / top, 1):.0%}"
                 )
-                per_call = 1000 / row["calls"]
+                ms, ms_after = 1000 / row["calls"], 1000 / max(row["calls"] - top, 1)
+                whole, after = meter.spent(), meter.spent(after_mark=True)
                 where = "this process" if executor == "local" else "the driver (workers apart)"
                 print(
-                    f"  CPU per call: loopback server {server_cpu * per_call:.1f} ms, "
-                    f"{where} {own_cpu * per_call:.1f} ms (whole run, start-up included)"
+                    f"  CPU per call: loopback server {server_cpu * ms:.1f} ms, "
+                    f"{where} {whole['this process'] * ms:.1f} ms (whole run, start-up included)"
                 )
-                per_run[executor] = (sum(by_role.values()) + own_cpu) * per_call
                 if executor == "ray":
-                    roles = sorted(by_role.items(), key=lambda kv: -kv[1])
-                    parts = ", ".join(
-                        f"{r} {c * per_call:.1f}" for r, c in roles if c * per_call >= 0.05
-                    )
-                    total = (sum(by_role.values()) + own_cpu + server_cpu) * per_call
-                    print(f"  Ray processes, ms per call: {parts}; all together {total:.1f} ms")
-        ratio = per_run["ray"] / per_run["local"]
-        print(
-            f"Ray CPU per call {per_run['ray']:.1f} ms (driver, workers, keepers, daemons) / "
-            f"local CPU per call {per_run['local']:.1f} ms (the harness process) = "
-            f"{ratio:.2f}x (server apart; target <= 1.5x)"
-        )
+                    views = (("whole run", whole, ms), ("after start-up", after, ms_after))
+                    for label, spent, unit in views:
+                        roles = sorted(spent.items(), key=lambda kv: -kv[1])
+                        parts = ", ".join(
+                            f"{'driver' if r == 'this process' else r} {c * unit:.1f}"
+                            for r, c in roles
+                            if c * unit >= 0.05
+                        )
+                        print(f"  Ray, ms per call ({label}): {parts}")
+                per_call[executor] = (sum(whole.values()) * ms, sum(after.values()) * ms_after)
+        for i, label in ((0, "whole run"), (1, f"after start-up, {top} first calls apart")):
+            ray_ms, local_ms = per_call["ray"][i], per_call["local"][i]
+            print(
+                f"Ray CPU per call {ray_ms:.1f} ms / local CPU per call {local_ms:.1f} ms = "
+                f"{ray_ms / local_ms:.2f}x ({label}; every process but the loopback server)"
+            )
         print(project(last["calls"] / max(last["steps"], 1), args, last["steady_efficiency"]))
 
 

@@ -3,15 +3,17 @@
 `BudgetKeeper` holds the run's `Budget` and lends it out in leases: a worker asks for a
 block that covers at least its next call's worst case (up to `LEASE_CALLS` of them while
 the caps leave room for every worker), reserves and settles its calls against the block
-in its own process, and reports what the calls really used in batches. Every lease comes
-out of the keeper's caps, so the caps hold across the cluster exactly as in one process:
-a call is sent only when the worker's lease covers its worst case, and the keeper lends
-only what spend plus every outstanding lease leaves under the caps. Near a cap the leases
-shrink to one call, and a worker whose lease cannot be renewed gives back what it holds
-as it is refused. `CacheKeeper` owns the SQLite reply cache beside the run folder and is
-its only writer: the first reply stored for a key is the one every later request gets,
-live or in replay, exactly as with one process. A worker on the keeper's node reads the
-file itself (SQLite's WAL lets readers run beside the writer); stores travel in batches.
+in its own process, and reports what the calls really used in batches (one per
+`FLUSH_WINDOW_S`). Every lease comes out of the keeper's caps, so the caps hold across
+the cluster exactly as in one process: a call is sent only when the worker's lease covers
+its worst case, and the keeper lends only what spend plus every outstanding lease leaves
+under the caps. Near a cap the leases shrink to one call, and a worker whose lease cannot
+be renewed gives back what it holds as it is refused.
+
+`CacheKeeper` owns the SQLite reply cache beside the run folder and is its only writer:
+the first reply stored for a key is the one every later request gets, live or in
+replay, exactly as with one process. A worker on the keeper's node reads the file itself
+(SQLite's WAL lets readers run beside the writer); stores travel in batches too.
 `RemoteBudget` and `RemoteCache` are what a worker's models are built with: they have the
 awaited interface of `Budget` and `ResponseCache`.
 
@@ -33,10 +35,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from tradebench.llm.budget import Budget, BudgetConfig, BudgetState, Reservation
 from tradebench.llm.cache import CacheMode, ResponseCache
@@ -47,6 +49,10 @@ from tradebench.runs.ray.cluster import require_ray
 log = logging.getLogger("tradebench.runs")
 LEASE_CALLS = 16
 """A lease covers up to this many worst cases of the call that asks for it."""
+FLUSH_WINDOW_S = 0.2
+"""How long a worker gathers spend reports and stores before it sends them as one batch
+(a step reaches the driver at most this much later; the episode does not wait)."""
+T = TypeVar("T")
 Spend = tuple[ModelConfig, Usage]
 """One completed call's model and real usage, as a worker reports it."""
 
@@ -251,6 +257,51 @@ async def call(ref: Any) -> Any:
         raise
 
 
+class Batches(Generic[T]):
+    """Items sent to a keeper in batches: one batch in flight at a time, each gathered for
+    `FLUSH_WINDOW_S`; `flushed()` waits for the items added so far, not for a lull."""
+
+    def __init__(self, send: Callable[[list[T]], Awaitable[None]]) -> None:
+        """Send each batch with `send` (it returns once the keeper has applied it)."""
+        self.send = send
+        self.items: list[T] = []
+        self.added = 0
+        self.sent = 0
+        self.error: BaseException | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._progress = asyncio.Condition()
+
+    def add(self, item: T) -> None:
+        """Queue `item` for the next batch."""
+        self.items.append(item)
+        self.added += 1
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        try:
+            while self.items:
+                await asyncio.sleep(FLUSH_WINDOW_S)  # gather what comes meanwhile
+                batch, self.items = self.items, []
+                await self.send(batch)
+                self.sent += len(batch)
+                async with self._progress:
+                    self._progress.notify_all()
+        except BaseException as exc:  # raised to every waiter
+            self.error = exc
+            async with self._progress:
+                self._progress.notify_all()
+            raise
+
+    async def flushed(self) -> None:
+        """Return once every item added so far is applied (raise what a batch raised)."""
+        target = self.added
+        async with self._progress:
+            await self._progress.wait_for(lambda: self.sent >= target or self.error is not None)
+        if self.error is not None:
+            raise self.error
+
+
 class RemoteBudget:
     """A worker's lease of the `BudgetKeeper` (what `BudgetedModel` awaits): calls reserve
     and settle against the lease in this process; the keeper hears of a call only when
@@ -265,10 +316,9 @@ class RemoteBudget:
         self.tokens = 0
         """The lease's part not reserved by a call in flight."""
         self.cost_usd = 0.0
-        self.unreported: list[Spend] = []
+        self.reports: Batches[Spend] = Batches(self._report)
         self.prices: dict[str, Price | None] = {}
         self._renew = asyncio.Lock()
-        self._reports: asyncio.Task[None] | None = None
 
     def require_price(self, model: ModelConfig) -> None:
         """See `Budget.require_price`, checked locally from the same config (the driver has
@@ -308,22 +358,14 @@ class RemoteBudget:
         self.cost_usd += held.cost_usd - used_cost
         if usage is None:
             return
-        self.unreported.append((model, usage))
-        if self._reports is None or self._reports.done():
-            self._reports = asyncio.get_running_loop().create_task(self._report())
+        self.reports.add((model, usage))
 
-    async def _report(self) -> None:
-        """Send what calls used, one batch at a time, until nothing is left."""
-        while self.unreported:
-            batch, self.unreported = self.unreported, []
-            await call(self.keeper.report.remote(self.holder, batch))
+    async def _report(self, batch: list[Spend]) -> None:
+        await call(self.keeper.report.remote(self.holder, batch))
 
     async def reported(self) -> None:
-        """Return once every settled call's usage is charged at the keeper."""
-        while self._reports is not None and not self._reports.done():
-            await asyncio.shield(self._reports)
-        if self._reports is not None:
-            self._reports.result()  # a failed report raises here
+        """Return once the usage of every call settled so far is charged at the keeper."""
+        await self.reports.flushed()
 
     async def close(self) -> None:
         """Report what is left and give the unspent lease back (a worker that ends)."""
@@ -349,7 +391,7 @@ class RemoteCache:
         """Stores not yet committed by the keeper, by key (the first of a key wins)."""
         self._reader: ResponseCache | None = None
         self._here: bool | None = None
-        self._stores: asyncio.Task[None] | None = None
+        self.stores: Batches[str] = Batches(self._store)
 
     def reader(self) -> ResponseCache | None:
         """This process's own connection to the file, when it is on the keeper's node."""
@@ -374,23 +416,18 @@ class RemoteCache:
         """Queue a reply for the keeper (which stores it unless the key is present)."""
         if self.mode != "readwrite":
             return
-        self.pending.setdefault(key, (model, request, response))
-        if self._stores is None or self._stores.done():
-            self._stores = asyncio.get_running_loop().create_task(self._store())
+        if key not in self.pending:
+            self.pending[key] = (model, request, response)
+            self.stores.add(key)
 
-    async def _store(self) -> None:
-        while self.pending:
-            batch = list(self.pending.items())
-            await call(self.keeper.put_many.remote([(k, *row) for k, row in batch]))
-            for key, _ in batch:
-                del self.pending[key]
+    async def _store(self, keys: list[str]) -> None:
+        await call(self.keeper.put_many.remote([(k, *self.pending[k]) for k in keys]))
+        for key in keys:
+            del self.pending[key]
 
     async def stored(self) -> None:
-        """Return once every queued reply is committed to the file."""
-        while self._stores is not None and not self._stores.done():
-            await asyncio.shield(self._stores)
-        if self._stores is not None:
-            self._stores.result()  # a failed store raises here
+        """Return once every reply queued so far is committed to the file."""
+        await self.stores.flushed()
 
     async def served_async(self, endpoint: str, model: str) -> str | None:
         """What the endpoint answered for `model` (`ResponseCache.served_for`)."""
