@@ -20,8 +20,13 @@ CPUs with nothing to wait for, so no latency can be hidden beyond it: efficiency
 level is at most ceiling / (episodes / latency), printed as a bound, with the CPU per call
 of the server and of this process, and for Ray of each of its processes (model workers,
 budget and cache keepers, Ray's own daemons; read from Linux `/proc` while the grid runs,
-since the actors exit with the run). Where the bound is below a target, only more CPUs (a
-cluster's nodes) or less work per call reach it.
+since the actors exit with the run; only the processes below this one, so another Ray
+cluster on the machine is not counted), for the whole run and after start-up (from the
+first completed step, the episodes' first calls apart). Its last two lines set Ray's CPU
+per call (every process of the run but the server: driver, model workers, keepers, Ray's
+daemons) beside its anchor, the local executor's (the harness process) in the same
+invocation, as a ratio. Where the bound is below a target, only more CPUs (a cluster's
+nodes) or less work per call reach it.
 
     python perf/ray_scale.py [--levels 8 32 128] [--latency-ms 200] [--steps 3]
         [--rpm 500] [--models 10] [--seeds 3] [--days 548]
@@ -68,50 +73,97 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def ray_processes() -> dict[int, tuple[str, float]]:
-    """pid -> (role, CPU seconds so far) of this machine's Ray processes: actors and
-    workers by their process title (`ray::ModelWorker`, ...), the daemons by name."""
-    out: dict[int, tuple[str, float]] = {}
+def descendants(root: int) -> set[int]:
+    """Pids of every process below `root` (Linux `/proc`): this run's Ray cluster, not
+    another one on the same machine."""
+    children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue  # exited meanwhile
+        children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = set(), [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def ray_processes() -> dict[int, tuple[str, float]]:
+    """pid -> (role, CPU seconds so far) of this run's Ray processes (below this one):
+    actors and workers by their process title (`ray::ModelWorker`, ...), the daemons by
+    name."""
+    out: dict[int, tuple[str, float]] = {}
+    for pid in descendants(os.getpid()):
+        entry = Path(f"/proc/{pid}")
+        try:
             title = (entry / "cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
             name = (entry / "comm").read_text().strip()
-            cpu = cpu_seconds(int(entry.name))
+            cpu = cpu_seconds(pid)
         except (OSError, ValueError):
             continue  # exited meanwhile
-        if title.startswith("ray::"):
-            out[int(entry.name)] = (title.split()[0], cpu)
+        if title.startswith("ray::"):  # ray::ModelWorker.episode -> ray::ModelWorker
+            out[pid] = (title.split()[0].split(".")[0], cpu)
         elif name in ("raylet", "gcs_server"):
-            out[int(entry.name)] = (name, cpu)
+            out[pid] = (name, cpu)
     return out
 
 
-@contextmanager
-def ray_cpu() -> Iterator[dict[str, float]]:
-    """CPU seconds each Ray role spent inside the block, by role (summed over processes);
-    sampled every 0.2 s, so processes that exit inside the block are counted up to their
-    last sample."""
-    before = ray_processes()
-    last: dict[int, tuple[str, float]] = dict(before)
-    stop = threading.Event()
+class CpuMeter:
+    """CPU seconds spent inside a `with` block by this process and, with `ray`, by each
+    role of this run's Ray processes (summed over processes; sampled every 0.2 s, so a
+    process that exits inside the block counts up to its last sample); `mark()` (at the
+    first completed step) splits off the start-up."""
 
-    def sample() -> None:
-        while not stop.wait(0.2):
-            last.update(ray_processes())
+    def __init__(self, ray: bool) -> None:
+        """Count this process, and this run's Ray processes when `ray`."""
+        self.ray = ray
+        self.first: dict[int, tuple[str, float]] = {}
+        self.marked: dict[int, tuple[str, float]] | None = None
+        self.last: dict[int, tuple[str, float]] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
 
-    thread = threading.Thread(target=sample, daemon=True)
-    thread.start()
-    spent: dict[str, float] = {}
-    try:
-        yield spent
-    finally:
-        stop.set()
-        thread.join()
-        last.update(ray_processes())
-        for pid, (role, cpu) in last.items():
-            spent[role] = spent.get(role, 0.0) + cpu - before.get(pid, (role, 0.0))[1]
+    def snapshot(self) -> dict[int, tuple[str, float]]:
+        """pid -> (role, CPU seconds so far) of every process counted."""
+        out = ray_processes() if self.ray else {}
+        out[os.getpid()] = ("this process", cpu_seconds(os.getpid()))
+        return out
+
+    def _sample(self) -> None:
+        while not self.stop.wait(0.2):
+            self.last.update(self.snapshot())
+
+    def __enter__(self) -> CpuMeter:
+        self.first = self.snapshot()
+        self.last = dict(self.first)
+        if self.ray:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        if self.ray:
+            self.thread.join()
+        self.last.update(self.snapshot())
+
+    def mark(self) -> None:
+        """Note everyone's CPU now (once): what follows is the run after start-up."""
+        if self.marked is None:
+            self.marked = self.snapshot()
+
+    def spent(self, after_mark: bool = False) -> dict[str, float]:
+        """CPU seconds by role over the block, or from the mark to its end."""
+        base = (self.marked or {}) if after_mark else self.first
+        out: dict[str, float] = {}
+        for pid, (role, cpu) in self.last.items():
+            out[role] = out.get(role, 0.0) + cpu - base.get(pid, (role, 0.0))[1]
+        return out
 
 
 @contextmanager
@@ -154,11 +206,20 @@ def grid(dataset: Path, url: str, episodes: int, steps: int, executor: str) -> R
     )
 
 
-def measure(spec: RunSpec, out: Path, latency_s: float) -> dict[str, Any]:
-    """Run `spec` into `out`; wall, calls, steps and efficiency against the ideal."""
+def measure(
+    spec: RunSpec, out: Path, latency_s: float, meter: CpuMeter | None = None
+) -> dict[str, Any]:
+    """Run `spec` into `out`; wall, calls, steps and efficiency against the ideal (and
+    `meter` marked at the first completed step)."""
     progress = RunProgress()
     stamps: list[tuple[float, int]] = []
-    progress.listeners.append(lambda p: stamps.append((time.perf_counter(), p.steps_done)))
+
+    def stamp(p: RunProgress) -> None:
+        stamps.append((time.perf_counter(), p.steps_done))
+        if meter is not None and p.steps_done > 0:
+            meter.mark()
+
+    progress.listeners.append(stamp)
     start = time.perf_counter()
     asyncio.run(run_spec(spec, out, progress))
     wall = time.perf_counter() - start
@@ -253,33 +314,46 @@ def main(argv: list[str] | None = None) -> None:
                       f"{row['efficiency']:>6.0%} {row['startup_s']:>10.2f} "
                       f"{row['steady_efficiency']:>10.0%}")  # fmt: skip
         top = max(args.levels)
+        per_call: dict[str, tuple[float, float]] = {}
+        """executor -> CPU ms per call of every process but the server: whole run, and
+        after start-up."""
         with loopback(0.0) as fast:
             for executor in ("local", "ray"):
                 spec = grid(dataset, fast, top, args.steps, executor)
-                server_cpu, own_cpu = cpu_seconds(SERVERS[fast]), time.process_time()
-                with ray_cpu() as by_role:
-                    row = measure(spec, tmp / f"c-{executor}", 1e-9)
+                server_cpu = cpu_seconds(SERVERS[fast])
+                with CpuMeter(ray=executor == "ray") as meter:
+                    row = measure(spec, tmp / f"c-{executor}", 1e-9, meter)
                 server_cpu = cpu_seconds(SERVERS[fast]) - server_cpu
-                own_cpu = time.process_time() - own_cpu
                 ceiling = (row["calls"] - top) / max(row["wall_s"] - row["startup_s"], 1e-9)
                 print(
                     f"ceiling ({executor}, {top} episodes, 0 ms): {ceiling:.0f} calls/s after "
                     f"start-up; at {latency * 1000:.0f} ms the ideal is {top / latency:.0f} "
                     f"calls/s, so efficiency <= {min(ceiling * latency / top, 1):.0%}"
                 )
-                per_call = 1000 / row["calls"]
+                ms, ms_after = 1000 / row["calls"], 1000 / max(row["calls"] - top, 1)
+                whole, after = meter.spent(), meter.spent(after_mark=True)
                 where = "this process" if executor == "local" else "the driver (workers apart)"
                 print(
-                    f"  CPU per call: loopback server {server_cpu * per_call:.1f} ms, "
-                    f"{where} {own_cpu * per_call:.1f} ms (whole run, start-up included)"
+                    f"  CPU per call: loopback server {server_cpu * ms:.1f} ms, "
+                    f"{where} {whole['this process'] * ms:.1f} ms (whole run, start-up included)"
                 )
                 if executor == "ray":
-                    roles = sorted(by_role.items(), key=lambda kv: -kv[1])
-                    parts = ", ".join(
-                        f"{r} {c * per_call:.1f}" for r, c in roles if c * per_call >= 0.05
-                    )
-                    total = (sum(by_role.values()) + own_cpu + server_cpu) * per_call
-                    print(f"  Ray processes, ms per call: {parts}; all together {total:.1f} ms")
+                    views = (("whole run", whole, ms), ("after start-up", after, ms_after))
+                    for label, spent, unit in views:
+                        roles = sorted(spent.items(), key=lambda kv: -kv[1])
+                        parts = ", ".join(
+                            f"{'driver' if r == 'this process' else r} {c * unit:.1f}"
+                            for r, c in roles
+                            if c * unit >= 0.05
+                        )
+                        print(f"  Ray, ms per call ({label}): {parts}")
+                per_call[executor] = (sum(whole.values()) * ms, sum(after.values()) * ms_after)
+        for i, label in ((0, "whole run"), (1, f"after start-up, {top} first calls apart")):
+            ray_ms, local_ms = per_call["ray"][i], per_call["local"][i]
+            print(
+                f"Ray CPU per call {ray_ms:.1f} ms / local CPU per call {local_ms:.1f} ms = "
+                f"{ray_ms / local_ms:.2f}x ({label}; every process but the loopback server)"
+            )
         print(project(last["calls"] / max(last["steps"], 1), args, last["steady_efficiency"]))
 
 

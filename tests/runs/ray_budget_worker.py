@@ -15,9 +15,11 @@ MAX_TOKENS = 64
 
 
 def spend_until_refused(services: Services, url: str, first: int) -> int:
-    """Calls made (sample indices from `first`) before the budget refused one."""
+    """Calls made (sample indices from `first`) before the budget refused one; the lease's
+    unspent part goes back to the keeper at the end, as a model worker's does."""
     config = ModelConfig(provider="openai", model="m", base_url=url, max_tokens=MAX_TOKENS)
-    model = get_model(config, budget=services.remote_budget(), retry=RetryPolicy(max_attempts=1))
+    budget = services.remote_budget()
+    model = get_model(config, budget=budget, retry=RetryPolicy(max_attempts=1))
     calls = 0
 
     async def loop() -> None:
@@ -28,6 +30,7 @@ def spend_until_refused(services: Services, url: str, first: int) -> int:
                     [Message(role="user", content="ping")], sample_index=first + calls
                 )
             except BudgetExceeded:
+                await budget.close()
                 return
             calls += 1
 

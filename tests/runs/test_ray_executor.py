@@ -20,7 +20,7 @@ import yaml
 from typer.testing import CliRunner
 
 from tests.conftest import REPO_ROOT
-from tests.report.model_run import scripted, spec_dict
+from tests.report.model_run import replay_spec, scripted, spec_dict
 from tests.runs.ray_budget_worker import MAX_TOKENS, spend_until_refused
 from tests.runs.traces import without_latency
 from tradebench.benchmarks import run_spec
@@ -243,3 +243,40 @@ def test_four_workers_share_one_budget(cluster: None, tmp_path: Path) -> None:
     # a worker is refused early only by the other three's reservations in flight
     assert sent >= math.ceil((cap - 4 * worst) / used)
     assert spent.input_tokens + spent.output_tokens <= cap
+
+
+def test_a_ray_runs_cache_and_spend_are_complete_and_replay_locally(
+    cluster: None,
+    server: LoopbackServer,
+    local_run: Path,
+    synth_dataset_dir: Path,
+    tmp_path: Path,
+) -> None:
+    """Workers lease the budget and batch their stores, yet when the run ends every call
+    is charged (the same spend as the local run), every lease is given back, and the
+    cache they wrote replays the run locally, exactly and with nothing sent."""
+    server.responder = scripted
+    before = server.count()
+    out = tmp_path / "ray"
+    progress = RunProgress()
+    spec = {**spec_dict(synth_dataset_dir, server.openai_url), "executor": "ray"}
+    asyncio.run(run_spec(RunSpec.model_validate(spec), out, progress))
+    sent = server.count() - before
+    assert_same_run(local_run, out)
+    spent = json.loads((out / "budget.json").read_text(encoding="utf-8"))
+    local = json.loads((local_run / "budget.json").read_text(encoding="utf-8"))
+    assert spent["calls"] == sent == local["calls"]
+    for field in ("input_tokens", "output_tokens"):
+        assert spent[field] == local[field], field
+    assert progress.freed_reservations == []  # no worker died: each gave its lease back
+    replayed = tmp_path / "replay"
+    asyncio.run(
+        run_spec(
+            RunSpec.model_validate(
+                replay_spec(spec_dict(synth_dataset_dir, ""), out / "cache.sqlite")
+            ),
+            replayed,
+        )
+    )
+    assert_same_run(out, replayed, same_endpoint=False)
+    assert server.count() == before + sent

@@ -15,6 +15,7 @@ unknown, never 0), and a cost cap refuses such a model unless `allow_unknown_pri
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from datetime import date
 from typing import TYPE_CHECKING
@@ -185,6 +186,23 @@ class Budget:
     ) -> None:
         """`settle` as a coroutine (see `reserve_async`)."""
         self.settle(model, held, usage)
+
+    def headroom(self) -> tuple[float, float]:
+        """Tokens and USD still free under the caps after the spend and every reservation
+        (infinite where there is no cap)."""
+        tokens, cost = math.inf, math.inf
+        if self.config.max_tokens is not None:
+            spent = self._spent.input_tokens + self._spent.output_tokens
+            tokens = self.config.max_tokens - spent - self._reserved_tokens
+        if self.config.max_cost_usd is not None:
+            cost = self.config.max_cost_usd - self._spent.cost_usd - self._reserved_cost
+        return tokens, cost
+
+    def hold(self, held: Reservation) -> None:
+        """Add `held` to the reservations without a check (the caller sized it within
+        `headroom`)."""
+        self._reserved_tokens += held.tokens
+        self._reserved_cost += held.cost_usd
 
     def release(self, held: Reservation) -> None:
         """Free `held` without a charge (a call that never completed)."""

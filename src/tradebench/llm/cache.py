@@ -192,13 +192,25 @@ class ResponseCache:
 
     def put(self, key: str, model: str, request: str, response: ChatResponse) -> None:
         """Store a reply (redacted) unless the key is already present."""
+        self.put_many([(key, model, request, response)])
+
+    def put_many(self, rows: Sequence[tuple[str, str, str, ChatResponse]]) -> None:
+        """Store (key, model, request, reply) rows in order, each unless its key is already
+        present (the first of a key wins), in one transaction."""
         if self._conn is None or self.mode != "readwrite":
             return
-        body = self._redactor.text(response.model_dump_json(exclude=NOT_STORED))
+        bodies = [
+            self._redactor.text(response.model_dump_json(exclude=NOT_STORED))
+            for _, _, _, response in rows
+        ]
         with self._lock:
             assert self._codec is not None
-            present = self._conn.execute("SELECT 1 FROM replies WHERE key = ?", (key,)).fetchone()
-            if present is None:
+            for (key, model, request, _), body in zip(rows, bodies, strict=True):
+                present = self._conn.execute(
+                    "SELECT 1 FROM replies WHERE key = ?", (key,)
+                ).fetchone()
+                if present is not None:
+                    continue
                 self._conn.execute(
                     "INSERT OR IGNORE INTO replies (key, model, request, response, created) "
                     "VALUES (?, ?, ?, ?, ?)",
@@ -211,7 +223,7 @@ class ResponseCache:
                     ),
                 )
             self._conn.commit()
-        self.stats.writes += 1
+        self.stats.writes += len(rows)
 
     async def lookup(self, key: str) -> ChatResponse | None:
         """`get` as a coroutine: the interface `CachedModel` awaits, so a cache owned by

@@ -48,6 +48,8 @@ RESTART_POLL_S = 0.5
 """Wait between submissions to a model actor that Ray is restarting."""
 MAX_RESTART_WAITS = 240
 """Resubmissions to a restarting actor before the episode fails (about two minutes)."""
+CLOSE_TIMEOUT_S = 30.0
+"""How long the driver waits for a model actor to give its budget lease back."""
 WORKER_PREFIX = "tradebench-model-"
 """Name prefix of the run's model actors (`ray list actors` shows them)."""
 RESUME_HINT = (
@@ -140,9 +142,17 @@ class WorkerPool:
         return min(range(len(self.actors)), key=self.load.__getitem__)
 
     def stop(self) -> None:
-        """End every actor."""
+        """Have every live actor settle and give its budget lease back, then end them all
+        (a dead one's lease is freed by `Services.release_all`)."""
+        ray = require_ray()
+        closing = [actor.close.remote() for actor in self.actors]
+        for ref in closing:
+            try:
+                ray.get(ref, timeout=CLOSE_TIMEOUT_S)
+            except ray.exceptions.RayError as exc:  # dead, restarting, or too slow
+                log.warning("a model worker could not give its lease back: %s", type(exc).__name__)
         for actor in self.actors:
-            require_ray().kill(actor)
+            ray.kill(actor)
 
 
 class Driver:

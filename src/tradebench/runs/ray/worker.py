@@ -8,8 +8,8 @@ checkpoint; at the end it sends every file of the episode folder and the record
 (`EpisodeResult`) and removes the scratch folder. The worker never writes the run folder.
 
 Model-free episodes run as Ray tasks (`cpu_episode`, one CPU each); model episodes run in
-`ModelWorker` async actors, many at once per actor, their models charging the run's
-`BudgetKeeper` and reading the run's `CacheKeeper`.
+`ModelWorker` async actors, many at once per actor, their models leasing the run's
+`BudgetKeeper` and caching through the run's `CacheKeeper` (`ray.services`).
 """
 
 from __future__ import annotations
@@ -192,15 +192,15 @@ class ModelWorker:
     """Async actor body: runs many model episodes at once through the run's keepers."""
 
     def __init__(self, spec: RunSpec, services: Services, slot: int = 0) -> None:
-        """Build one model per model agent of `spec`, charging and caching remotely; its
-        reservations are held as (`slot`, an id of this process)."""
+        """Build one model per model agent of `spec`, leasing the budget and caching through
+        the keepers; its leases are held as (`slot`, an id of this process)."""
         holder = Holder(slot, uuid.uuid4().hex)
-        budget, cache = services.remote_budget(holder), services.remote_cache()
+        self.budget, self.cache = services.remote_budget(holder), services.remote_cache()
         self.models: dict[str, ChatModel] = {
             a.name: get_model(
                 a.model_config_(),
-                cache=cache,  # type: ignore[arg-type]  (the awaited ResponseCache interface)
-                budget=budget,  # type: ignore[arg-type]  (the awaited Budget interface)
+                cache=self.cache,  # type: ignore[arg-type]  (the awaited ResponseCache interface)
+                budget=self.budget,  # type: ignore[arg-type]  (the awaited Budget interface)
                 retry=a.retry_policy(),
             )
             for a in spec.llm_agents()
@@ -210,8 +210,21 @@ class ModelWorker:
         """This worker's process id (for operators and the worker-loss test)."""
         return os.getpid()
 
+    async def settled(self) -> None:
+        """Return once every call made so far is charged and its reply stored at the
+        keepers (before a step goes to the driver)."""
+        await self.budget.reported()
+        if self.cache is not None:
+            await self.cache.stored()
+
+    async def close(self) -> None:
+        """Settle everything and give the unspent budget lease back (the run is ending)."""
+        await self.settled()
+        await self.budget.close()
+
     async def episode(self, job: EpisodeJob) -> AsyncIterator[StepDelta | EpisodeResult]:
-        """A streaming generator: a model episode's steps, then its result."""
+        """A streaming generator: a model episode's steps, then its result; each goes out
+        once the calls behind it are settled at the keepers."""
         steps: asyncio.Queue[StepDelta] = asyncio.Queue()
         task = asyncio.create_task(run_attempt(job, self.models[job.ref.agent], steps.put_nowait))
         try:
@@ -219,9 +232,11 @@ class ModelWorker:
                 getter = asyncio.create_task(steps.get())
                 await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
                 if getter.done():
+                    await self.settled()
                     yield getter.result()
                 else:
                     getter.cancel()
+            await self.settled()
             while not steps.empty():
                 yield steps.get_nowait()
             yield task.result()
