@@ -12,7 +12,7 @@ from functools import cached_property
 import numpy as np
 
 from tradebench.benchmarks.portfolio.shown import PriceMode, PriceScale
-from tradebench.features.technical import feature_table
+from tradebench.features.technical import FeatureTable
 from tradebench.market.ledger import AccountSnapshot
 from tradebench.market.rules import MarketRules
 from tradebench.view import MarketView
@@ -42,9 +42,10 @@ class StepContext:
     _features: dict[str, np.ndarray] | None = field(default=None, repr=False)
 
     @cached_property
-    def features(self) -> dict[str, np.ndarray]:
-        """Technical features of every column at T (computed once per step)."""
-        return feature_table(self.view)
+    def features(self) -> FeatureTable:
+        """Technical features at T, each computed once per step when first read: for every
+        column (`features[name]`) or for the few columns a tool shows (`features.rows`)."""
+        return FeatureTable(self.view)
 
     @cached_property
     def universe(self) -> np.ndarray:

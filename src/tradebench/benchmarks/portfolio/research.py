@@ -134,7 +134,7 @@ def get_stock_snapshot(ctx: StepContext, stock_id: str, lookback: int = 10) -> d
         "board": str(ctx.view.boards[col]),
         "in_universe": stock_id in ctx.universe_set,
         "bars": rows,
-        "features": {k: _r(v[col]) for k, v in ctx.features.items()},
+        "features": {k: _r(v) for k, v in ctx.features.rows([col])[0].items()},
         **_limit_prices(ctx, col),
         "limit_hits_last_5d": hits,
         "warning": "hit a daily limit in the last 5 days" if hits else None,
@@ -188,6 +188,7 @@ def compare_candidates(ctx: StepContext, stock_ids: list[str]) -> dict[str, Any]
     if not 2 <= len(stock_ids) <= 10:
         raise ToolError("compare 2 to 10 stock ids")
     cols = [_col(ctx, s) for s in stock_ids]
+    features = ctx.features.rows(cols)
     adj = ctx.view.window("adj_close", 61)[:, cols]
     rets = adj[1:] / adj[:-1] - 1
     ok = np.isfinite(rets).all(axis=1)
@@ -197,9 +198,9 @@ def compare_candidates(ctx: StepContext, stock_ids: list[str]) -> dict[str, Any]
             {
                 "stock_id": s,
                 "board": str(ctx.view.boards[c]),
-                **{k: _r(v[c]) for k, v in ctx.features.items()},
+                **{k: _r(v) for k, v in f.items()},
             }
-            for s, c in zip(stock_ids, cols, strict=True)
+            for s, c, f in zip(stock_ids, cols, features, strict=True)
         ],
         "correlation_60d": {
             s: {t: _r(corr[i, j], 3) for j, t in enumerate(stock_ids)}
