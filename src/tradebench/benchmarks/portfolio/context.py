@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 
@@ -17,7 +18,19 @@ from tradebench.market.ledger import AccountSnapshot
 from tradebench.market.rules import MarketRules
 from tradebench.view import MarketView
 
-__all__ = ["PriceMode", "PriceScale", "StepContext"]
+__all__ = ["PriceMode", "PriceScale", "ShownPosition", "StepContext"]
+
+
+class ShownPosition(NamedTuple):
+    """A holding as the model reads it (through the step's `PriceScale`)."""
+
+    symbol: str
+    col: int
+    """Its column in the view (-1: the dataset lacks it)."""
+    shares: float | int | None
+    sellable: float | int | None
+    weight: float | None
+    close: float | None
 
 
 @dataclass
@@ -61,6 +74,26 @@ class StepContext:
     def scale(self) -> PriceScale:
         """The step's one converter of price levels and quantities (`shown.PriceScale`)."""
         return PriceScale(self.price_mode, self.rebase_close, self.rules.initial_cash)
+
+    @cached_property
+    def shown_positions(self) -> tuple[ShownPosition, ...]:
+        """The holdings as shown, in the account's (symbol) order: the user message and
+        the portfolio tool show the same numbers, converted once per step."""
+        scale, columns = self.scale, self.view.column_map
+        shown = []
+        for p in self.account.positions:
+            col = columns.get(p.symbol, -1)
+            shown.append(
+                ShownPosition(
+                    p.symbol,
+                    col,
+                    scale.quantity(col, p.shares),
+                    scale.quantity(col, p.available),
+                    scale.weight(p.weight),
+                    scale.price(col, p.close),
+                )
+            )
+        return tuple(shown)
 
     def held(self) -> dict[str, int]:
         """Symbol -> shares held at T-1's close."""

@@ -212,7 +212,6 @@ def compare_candidates(ctx: StepContext, stock_ids: list[str]) -> dict[str, Any]
 def get_portfolio_state(ctx: StepContext) -> dict[str, Any]:
     """Cash, NAV, holdings with weights and sellable shares, at T-1's close."""
     a, scale = ctx.account, ctx.scale
-    cols = {p.symbol: ctx.view.column(p.symbol) for p in a.positions}
     state: dict[str, Any] = {
         "cash": scale.money(a.cash),
         "nav": scale.money(a.nav),
@@ -220,12 +219,12 @@ def get_portfolio_state(ctx: StepContext) -> dict[str, Any]:
         "positions": [
             {
                 "stock_id": p.symbol,
-                "shares": scale.quantity(cols[p.symbol], p.shares),
-                "sellable": scale.quantity(cols[p.symbol], p.available),
-                "close": scale.price(cols[p.symbol], p.close),
-                "weight": scale.weight(p.weight),
+                "shares": p.shares,
+                "sellable": p.sellable,
+                "close": p.close,
+                "weight": p.weight,
             }
-            for p in a.positions
+            for p in ctx.shown_positions
         ],
     }
     return state | ({"units": UNITS_NOTE} if scale.hides_levels else {})
