@@ -287,11 +287,20 @@ class Masker:
             return self._mask_value(payload)
         if kind in PLAIN:
             return payload
-        if kind is dict:
-            out = {}
+        if kind is dict:  # keys and short values are mostly remembered: look them up here
+            memo, out = self._value_memo, {}
             for k, v in payload.items():
-                key = self._mask_value(k) if type(k) is str else self._masked(k)
-                out[key] = v if type(v) in PLAIN else self._masked(v)
+                if type(k) is str:
+                    key = memo.get(k)
+                    if key is None:
+                        key = self._mask_value(k)
+                else:
+                    key = self._masked(k)
+                if type(v) is str:
+                    shown = memo.get(v)
+                    out[key] = self._mask_value(v) if shown is None else shown
+                else:
+                    out[key] = v if type(v) in PLAIN else self._masked(v)
             return out
         if kind is list or kind is tuple:
             return [v if type(v) in PLAIN else self._masked(v) for v in payload]

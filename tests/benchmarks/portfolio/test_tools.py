@@ -186,3 +186,41 @@ def test_submit_validation_feedback_is_masked(cn: Dataset) -> None:
         submit.accept(bad)
     assert "SELL before every BUY" in str(err.value)
     assert "SZ000001" not in str(err.value) and "SZ300750" not in str(err.value)
+
+
+@pytest.mark.parametrize("price_mode", ["raw", "rebased"])
+def test_message_and_portfolio_tool_show_each_holding_as_the_scale_converts_it(
+    cn: Dataset, price_mode: str
+) -> None:
+    """Held and sellable differ for a holding bought the day before (T+1): the account text
+    and the portfolio tool show each as `PriceScale` converts it, the same in both."""
+    view = MarketView(cn, DAY)
+    close = view.last("close")
+    acct = Account(1_000_000)
+    for sym, shares in (("SH600519", 100), ("SZ000001", 5000), ("SZ300750", 300)):
+        price = float(close[view.column(sym)])
+        acct.record_buy(sym, shares, price, 0.0, t_plus_one=True)
+        if sym != "SZ000001":  # the other two were bought earlier: sellable
+            acct.holdings[sym].available = shares
+    snap = acct.snapshot(close, view.column_map)
+    first = cn.panel.dates[int(np.searchsorted(cn.panel.dates, np.datetime64(DAY))) - 5]
+    base = view.window("close", 6)[0] if price_mode == "rebased" else None
+    ctx = StepContext(view, snap, MarketRules.cn(), price_mode, base)
+    masker = build_masker("blinded", cn.panel.symbols, cn.panel.dates, first, 1, "e")
+    tools = {t.name: t for t in research_tools(ctx, masker)}
+    state = asyncio.run(tools["get_portfolio_state"].run({}))
+    text = user_message(ctx, masker, load_prompts(), "open_research", StepInfo(1, 5, (), 0, 0))
+    scale = ctx.scale
+    rows = {row["stock_id"]: row for row in state["positions"]}
+    assert len(rows) == 3
+    for p in snap.positions:
+        col = view.column(p.symbol)
+        shown = (scale.quantity(col, p.shares), scale.quantity(col, p.available))
+        row = rows[masker.symbol_label(p.symbol)]
+        assert (row["shares"], row["sellable"]) == shown
+        assert (row["close"], row["weight"]) == (scale.price(col, p.close), scale.weight(p.weight))
+        held, sellable = (f"{x:,}" if isinstance(x, int) else f"{x:,.2f}" for x in shown)
+        line = f"- {masker.symbol_label(p.symbol)}: {held} shares (sellable {sellable}), "
+        assert line in text
+    locked = rows[masker.symbol_label("SZ000001")]
+    assert locked["sellable"] != locked["shares"]

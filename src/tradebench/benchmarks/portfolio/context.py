@@ -8,16 +8,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 
 from tradebench.benchmarks.portfolio.shown import PriceMode, PriceScale
-from tradebench.features.technical import feature_table
+from tradebench.features.technical import FeatureTable
 from tradebench.market.ledger import AccountSnapshot
 from tradebench.market.rules import MarketRules
 from tradebench.view import MarketView
 
-__all__ = ["PriceMode", "PriceScale", "StepContext"]
+__all__ = ["PriceMode", "PriceScale", "ShownPosition", "StepContext"]
+
+
+class ShownPosition(NamedTuple):
+    """A holding as the model reads it (through the step's `PriceScale`)."""
+
+    symbol: str
+    col: int
+    """Its column in the view (-1: the dataset lacks it)."""
+    shares: float | int | None
+    sellable: float | int | None
+    weight: float | None
+    close: float | None
 
 
 @dataclass
@@ -42,9 +55,10 @@ class StepContext:
     _features: dict[str, np.ndarray] | None = field(default=None, repr=False)
 
     @cached_property
-    def features(self) -> dict[str, np.ndarray]:
-        """Technical features of every column at T (computed once per step)."""
-        return feature_table(self.view)
+    def features(self) -> FeatureTable:
+        """Technical features at T, each computed once per step when first read: for every
+        column (`features[name]`) or for the few columns a tool shows (`features.rows`)."""
+        return FeatureTable(self.view)
 
     @cached_property
     def universe(self) -> np.ndarray:
@@ -60,6 +74,26 @@ class StepContext:
     def scale(self) -> PriceScale:
         """The step's one converter of price levels and quantities (`shown.PriceScale`)."""
         return PriceScale(self.price_mode, self.rebase_close, self.rules.initial_cash)
+
+    @cached_property
+    def shown_positions(self) -> tuple[ShownPosition, ...]:
+        """The holdings as shown, in the account's (symbol) order: the user message and
+        the portfolio tool show the same numbers, converted once per step."""
+        scale, columns = self.scale, self.view.column_map
+        shown = []
+        for p in self.account.positions:
+            col = columns.get(p.symbol, -1)
+            shown.append(
+                ShownPosition(
+                    p.symbol,
+                    col,
+                    scale.quantity(col, p.shares),
+                    scale.quantity(col, p.available),
+                    scale.weight(p.weight),
+                    scale.price(col, p.close),
+                )
+            )
+        return tuple(shown)
 
     def held(self) -> dict[str, int]:
         """Symbol -> shares held at T-1's close."""

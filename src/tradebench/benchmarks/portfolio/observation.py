@@ -130,18 +130,14 @@ def account_text(ctx: StepContext, masker: Masker, currency: str, prices: bool) 
     ]
     if scale.hides_levels:
         lines.append(f"({UNITS_NOTE})")
-    columns = ctx.view.column_map
-    labelled = sorted(((masker.symbol_label(p.symbol), p) for p in a.positions), key=_first)
+    labelled = sorted(((masker.symbol_label(p.symbol), p) for p in ctx.shown_positions), key=_first)
     for label, p in labelled:
-        col = columns.get(p.symbol, -1)
         line = (
-            f"- {label}: {_quantity(scale.quantity(col, p.shares))} "
-            f"shares (sellable {_quantity(scale.quantity(col, p.available))}), "
-            f"weight {(scale.weight(p.weight) or 0.0) * 100:.2f}%"
+            f"- {label}: {_quantity(p.shares)} shares (sellable {_quantity(p.sellable)}), "
+            f"weight {(p.weight or 0.0) * 100:.2f}%"
         )
         if prices:
-            price = scale.price(col, p.close)
-            line += f", close {'n/a' if price is None else f'{price:.2f}'}"
+            line += f", close {'n/a' if p.close is None else f'{p.close:.2f}'}"
         lines.append(line)
     return "\n".join(lines)
 

@@ -134,7 +134,7 @@ def get_stock_snapshot(ctx: StepContext, stock_id: str, lookback: int = 10) -> d
         "board": str(ctx.view.boards[col]),
         "in_universe": stock_id in ctx.universe_set,
         "bars": rows,
-        "features": {k: _r(v[col]) for k, v in ctx.features.items()},
+        "features": {k: _r(v) for k, v in ctx.features.rows([col])[0].items()},
         **_limit_prices(ctx, col),
         "limit_hits_last_5d": hits,
         "warning": "hit a daily limit in the last 5 days" if hits else None,
@@ -188,6 +188,7 @@ def compare_candidates(ctx: StepContext, stock_ids: list[str]) -> dict[str, Any]
     if not 2 <= len(stock_ids) <= 10:
         raise ToolError("compare 2 to 10 stock ids")
     cols = [_col(ctx, s) for s in stock_ids]
+    features = ctx.features.rows(cols)
     adj = ctx.view.window("adj_close", 61)[:, cols]
     rets = adj[1:] / adj[:-1] - 1
     ok = np.isfinite(rets).all(axis=1)
@@ -197,9 +198,9 @@ def compare_candidates(ctx: StepContext, stock_ids: list[str]) -> dict[str, Any]
             {
                 "stock_id": s,
                 "board": str(ctx.view.boards[c]),
-                **{k: _r(v[c]) for k, v in ctx.features.items()},
+                **{k: _r(v) for k, v in f.items()},
             }
-            for s, c in zip(stock_ids, cols, strict=True)
+            for s, c, f in zip(stock_ids, cols, features, strict=True)
         ],
         "correlation_60d": {
             s: {t: _r(corr[i, j], 3) for j, t in enumerate(stock_ids)}
@@ -211,7 +212,6 @@ def compare_candidates(ctx: StepContext, stock_ids: list[str]) -> dict[str, Any]
 def get_portfolio_state(ctx: StepContext) -> dict[str, Any]:
     """Cash, NAV, holdings with weights and sellable shares, at T-1's close."""
     a, scale = ctx.account, ctx.scale
-    cols = {p.symbol: ctx.view.column(p.symbol) for p in a.positions}
     state: dict[str, Any] = {
         "cash": scale.money(a.cash),
         "nav": scale.money(a.nav),
@@ -219,12 +219,12 @@ def get_portfolio_state(ctx: StepContext) -> dict[str, Any]:
         "positions": [
             {
                 "stock_id": p.symbol,
-                "shares": scale.quantity(cols[p.symbol], p.shares),
-                "sellable": scale.quantity(cols[p.symbol], p.available),
-                "close": scale.price(cols[p.symbol], p.close),
-                "weight": scale.weight(p.weight),
+                "shares": p.shares,
+                "sellable": p.sellable,
+                "close": p.close,
+                "weight": p.weight,
             }
-            for p in a.positions
+            for p in ctx.shown_positions
         ],
     }
     return state | ({"units": UNITS_NOTE} if scale.hides_levels else {})
