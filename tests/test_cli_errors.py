@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -255,24 +256,40 @@ def test_ctrl_c_says_what_was_saved_and_the_rerun_resumes(
     import signal
     import subprocess
     import sys
+    import threading
     import time
 
     from tests.benchmarks.portfolio.conftest import trader
 
-    with LoopbackServer(responder=trader, latency_s=0.2) as server:
+    out = tmp_path / "run"
+    release = threading.Event()
+
+    def journaled() -> bool:
+        return any(p.stat().st_size for p in out.rglob("progress.jsonl"))
+
+    def held(request: Any) -> Any:
+        """The trader, except that once a step is journaled the next calls wait until the
+        signal has been sent: the run is surely mid-way when it arrives, however slow or
+        fast the machine."""
+        if journaled():
+            release.wait(120)
+        return trader(request)
+
+    with LoopbackServer(responder=held, latency_s=0.2) as server:
         spec = _spec(tmp_path, synth_dataset_dir, base_url=server.openai_url)
         raw = yaml.safe_load(spec.read_text())
         raw["windows"] = [{"start": "2022-03-01", "end": "2022-03-10"}]
         spec.write_text(yaml.safe_dump(raw))
-        out = tmp_path / "run"
         args = [sys.executable, "-m", "tradebench.cli", "run", str(spec), "-o", str(out)]
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        for _ in range(1200):  # liveness: wait for the first journaled step
-            if any(p.stat().st_size for p in out.rglob("progress.jsonl")):
+        for _ in range(6000):  # liveness: wait for the first journaled step
+            if journaled() or proc.poll() is not None:
                 break
             time.sleep(0.05)
+        assert journaled() and proc.poll() is None, "no step was journaled, or the run ended"
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=120)
+        release.set()
         assert proc.returncode == 130, stderr
         lines = [x for x in (stdout + stderr).splitlines() if x.strip()]
         assert len(lines) == 1 and "Traceback" not in stderr, stderr

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from click.testing import Result
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from tests.benchmarks.mcq.test_mcq_eval_no_tools import question_of, questions  # noqa: F401
 from tradebench.benchmarks.mcq.records import MCQRecord
