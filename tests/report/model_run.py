@@ -22,6 +22,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from tradebench.benchmarks import run_spec
 from tradebench.llm.loopback import RecordedRequest, Reply
 from tradebench.runs.spec import RunSpec
@@ -132,3 +134,10 @@ def run(spec: dict[str, Any], out: Path) -> Path:
     """Run the spec into `out` (the run folder); returns `out`."""
     asyncio.run(run_spec(RunSpec.model_validate(spec), out))
     return out
+
+
+def recorded_capital(run_dir: Path) -> float:
+    """The run's initial capital as its spec.yaml recorded it (a blinded model run that sets
+    none gets the capital that hides every lot, docs/portfolio.md)."""
+    spec = yaml.safe_load((run_dir / "spec.yaml").read_text())
+    return float(spec["options"]["initial_cash"])

@@ -16,10 +16,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 from scipy import stats
 
-from tests.report.model_run import END, START, run
+from tests.report.model_run import END, START, recorded_capital, run
 from tradebench.benchmarks import build_report
 from tradebench.leaderboard.board import build_leaderboard
 from tradebench.llm.loopback import LoopbackServer, RecordedRequest, Reply
@@ -76,13 +75,6 @@ def _episode(run_dir: Path, prefix: str) -> Path:
     return next((run_dir / "episodes").glob(f"{prefix}_*"))
 
 
-def _capital(run_dir: Path) -> float:
-    """The run's initial capital as its spec.yaml recorded it (a blinded model run that sets
-    none gets the capital that hides every lot, docs/portfolio.md)."""
-    spec = yaml.safe_load((run_dir / "spec.yaml").read_text())
-    return float(spec["options"]["initial_cash"])
-
-
 def _daily_returns(nav: np.ndarray, start: float) -> np.ndarray:
     path = np.concatenate([[start], nav])
     return path[1:] / path[:-1] - 1
@@ -118,7 +110,7 @@ def test_no_ratio_is_annualised_from_six_days(
     assert f"<h4>mean Sharpe per day (not annualised: {DAYS} days)</h4>" in matrix
     assert "<h4>mean Sharpe</h4>" not in matrix
     nav = pd.read_parquet(_episode(idle_run, "ew") / "steps.parquet")["nav"].to_numpy(float)
-    returns = _daily_returns(nav, _capital(idle_run))
+    returns = _daily_returns(nav, recorded_capital(idle_run))
     daily = returns.mean() / returns.std(ddof=1)
     assert rows["ew"]["sharpe"] == f"{daily:.4f} per day"
     annual = f"{daily * math.sqrt(252):.4f}"

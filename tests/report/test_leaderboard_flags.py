@@ -21,6 +21,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from tests.report.model_run import recorded_capital
 from tradebench.cli import app
 from tradebench.llm.loopback import LoopbackServer, RecordedRequest, Reply
 
@@ -134,20 +135,13 @@ def _window_rows(page: str, start: str, end: str) -> dict[str, dict[str, str]]:
     return rows
 
 
-def _capital(run_dir: Path) -> float:
-    """The run's initial capital as its spec.yaml recorded it (a blinded model run that sets
-    none gets the capital that hides every lot, docs/portfolio.md)."""
-    spec = yaml.safe_load((run_dir / "spec.yaml").read_text())
-    return float(spec["options"]["initial_cash"])
-
-
 def _daily_sharpe(run_dir: Path, agent: str) -> float:
     """Mean over the agent's episodes of the daily Sharpe ratio of its NAV, written out."""
     summary = pd.read_parquet(run_dir / "summary.parquet")
     values = []
     for episode in summary.loc[summary["agent"] == agent, "episode_id"]:
         nav = pd.read_parquet(run_dir / "episodes" / str(episode) / "steps.parquet")["nav"]
-        path = np.concatenate([[_capital(run_dir)], nav.to_numpy(dtype=float)])
+        path = np.concatenate([[recorded_capital(run_dir)], nav.to_numpy(dtype=float)])
         returns = path[1:] / path[:-1] - 1
         values.append(returns.mean() / returns.std(ddof=1))
     return float(np.mean(values))

@@ -7,15 +7,13 @@ from __future__ import annotations
 import html
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 
 from tests.report.conftest import ModelRun
-from tests.report.model_run import AGENT, MODEL_STEPS, WINDOW_DAYS
+from tests.report.model_run import AGENT, MODEL_STEPS, WINDOW_DAYS, recorded_capital
 from tradebench.benchmarks import build_report
 from tradebench.report import load_run
 from tradebench.report.horizons import horizons
@@ -44,13 +42,6 @@ def _hand_sharpe(nav: np.ndarray, start: float) -> float:
     return float(returns.mean() / returns.std(ddof=1) * np.sqrt(252))
 
 
-def _capital(run_dir: Path) -> float:
-    """The run's initial capital as its spec.yaml recorded it (a blinded model run that sets
-    none gets the capital that hides every lot, docs/portfolio.md)."""
-    spec = yaml.safe_load((run_dir / "spec.yaml").read_text())
-    return float(spec["options"]["initial_cash"])
-
-
 def test_full_windows_rank_only_full_length_episodes(panel: str) -> None:
     full = panel[panel.index("<h3>Full windows</h3>") : panel.index("<h3>First ")]
     rows = _rows(full)
@@ -73,7 +64,8 @@ def test_short_episodes_rank_against_everyone_over_their_days(
     }
     assert {r[4] for r in rows} == {str(MODEL_STEPS)}
     ew = _steps(model_run, "ew")["nav"].to_numpy()
-    assert by_agent[("ew", "n/a")][7] == f"{ew[MODEL_STEPS - 1] / _capital(model_run.live) - 1:.4f}"
+    capital = recorded_capital(model_run.live)
+    assert by_agent[("ew", "n/a")][7] == f"{ew[MODEL_STEPS - 1] / capital - 1:.4f}"
     folder = next((model_run.live / "episodes").glob("benchmark_*"))
     base = json.loads((folder / "run.json").read_text())["benchmark_start"]
     close = _steps(model_run, "benchmark")["benchmark_close"].to_numpy()
@@ -91,7 +83,7 @@ def test_horizon_metrics_recomputed_from_the_recorded_steps(model_run: ModelRun)
     assert only.steps == MODEL_STEPS and len(only.short) == 2 and only.left_out == ()
     rows = only.summary.set_index("agent")
     ew = _steps(model_run, "ew")["nav"].to_numpy()[:MODEL_STEPS]
-    capital = _capital(model_run.live)
+    capital = recorded_capital(model_run.live)
     assert rows.loc["ew", "total_return"] == pytest.approx(ew[-1] / capital - 1, rel=1e-12)
     assert rows.loc["ew", "sharpe"] == pytest.approx(_hand_sharpe(ew, capital), rel=1e-9)
     assert (only.summary["n_steps"] == MODEL_STEPS).all()

@@ -194,6 +194,12 @@ def test_ray_run_with_a_killed_worker_equals_the_local_run(
     # the dataset reached this one node once, however many workers ran episodes
     assert progress.dataset_copies <= 1
     assert len([p for p in (scratch / "datasets").iterdir() if p.is_dir()]) == 1
+    # every step the driver held when a worker died had its replies stored at the keeper
+    # first (`ModelWorker.settled`), so the killed run's own cache replays it exactly
+    replayed = tmp_path / "replay"
+    replay = replay_spec(spec_dict(synth_dataset_dir, ""), out / "cache.sqlite")
+    asyncio.run(run_spec(RunSpec.model_validate(replay), replayed))
+    assert_same_run(out, replayed, same_endpoint=False)
 
 
 def test_cli_replays_a_local_cache_on_ray_exactly(
@@ -269,6 +275,9 @@ def test_a_ray_runs_cache_and_spend_are_complete_and_replay_locally(
     for field in ("input_tokens", "output_tokens"):
         assert spent[field] == local[field], field
     assert progress.freed_reservations == []  # no worker died: each gave its lease back
+    # steps travel to the driver several to a message: every one is counted once
+    journals = (local_run / "episodes").glob("*/progress.jsonl")
+    assert progress.steps_done == sum(p.read_bytes().count(b"\n") for p in journals) > 0
     replayed = tmp_path / "replay"
     asyncio.run(
         run_spec(

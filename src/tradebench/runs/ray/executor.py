@@ -245,7 +245,7 @@ class Driver:
                 if isinstance(item, EpisodeResult):
                     return item
                 append_delta(folder, item)
-                self.progress.bump(steps=1)
+                self.progress.bump(steps=item.steps)
             raise TradebenchError(f"episode {job.ref.id}: the worker ended without a result")
         except asyncio.CancelledError:
             ray.cancel(stream)

@@ -52,11 +52,29 @@ class EpisodeJob:
     """The episode's journal files as the driver holds them (empty: start afresh)."""
 
 
+STREAM_WINDOW_S = 1.0
+"""A model worker sends an episode's step to the driver at most this long after the step
+(plus the keepers' flush); the episode's steps completed meanwhile travel with it."""
+
+
 @dataclass(frozen=True)
 class StepDelta:
-    """Bytes appended to the journal files by one completed step."""
+    """Bytes appended to the journal files by `steps` completed steps."""
 
     appended: dict[str, bytes]
+    steps: int = 1
+
+
+def merged(deltas: list[StepDelta]) -> StepDelta:
+    """Consecutive deltas as one: each file's bytes in order, their steps added."""
+    if len(deltas) == 1:
+        return deltas[0]
+    out: dict[str, bytes] = {}
+    for name in JOURNAL_FILES:
+        parts = [d.appended[name] for d in deltas if d.appended.get(name)]
+        if parts:
+            out[name] = b"".join(parts)
+    return StepDelta(appended=out, steps=sum(d.steps for d in deltas))
 
 
 @dataclass(frozen=True)
@@ -223,22 +241,32 @@ class ModelWorker:
         await self.budget.close()
 
     async def episode(self, job: EpisodeJob) -> AsyncIterator[StepDelta | EpisodeResult]:
-        """A streaming generator: a model episode's steps, then its result; each goes out
-        once the calls behind it are settled at the keepers."""
+        """A streaming generator: a model episode's steps, then its result. A step goes out
+        `STREAM_WINDOW_S` after it completes (or when the episode ends), with the steps
+        completed meanwhile, once the calls behind them are settled at the keepers: one
+        message to the driver for several steps when steps are quick."""
         steps: asyncio.Queue[StepDelta] = asyncio.Queue()
         task = asyncio.create_task(run_attempt(job, self.models[job.ref.agent], steps.put_nowait))
+
+        def waiting(first: list[StepDelta]) -> StepDelta:
+            while not steps.empty():
+                first.append(steps.get_nowait())
+            return merged(first)
+
         try:
             while not task.done():
                 getter = asyncio.create_task(steps.get())
                 await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
                 if getter.done():
+                    await asyncio.wait({task}, timeout=STREAM_WINDOW_S)
+                    delta = waiting([getter.result()])
                     await self.settled()
-                    yield getter.result()
+                    yield delta
                 else:
                     getter.cancel()
             await self.settled()
-            while not steps.empty():
-                yield steps.get_nowait()
+            if not steps.empty():
+                yield waiting([])
             yield task.result()
         finally:
             task.cancel()
