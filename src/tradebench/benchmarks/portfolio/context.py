@@ -79,21 +79,15 @@ class StepContext:
     def shown_positions(self) -> tuple[ShownPosition, ...]:
         """The holdings as shown, in the account's (symbol) order: the user message and
         the portfolio tool show the same numbers, converted once per step."""
-        scale, columns = self.scale, self.view.column_map
-        shown = []
-        for p in self.account.positions:
-            col = columns.get(p.symbol, -1)
-            shown.append(
-                ShownPosition(
-                    p.symbol,
-                    col,
-                    scale.quantity(col, p.shares),
-                    scale.quantity(col, p.available),
-                    scale.weight(p.weight),
-                    scale.price(col, p.close),
-                )
-            )
-        return tuple(shown)
+        a, columns = self.account, self.view.column_map
+        cols = [columns.get(s, -1) for s in a.symbols]
+        shown = self.scale.holdings(
+            cols, a.shares.tolist(), a.available.tolist(), a.weight.tolist(), a.close.tolist()
+        )
+        return tuple(
+            ShownPosition(symbol, col, *values)
+            for symbol, col, values in zip(a.symbols, cols, shown, strict=True)
+        )
 
     def held(self) -> dict[str, int]:
         """Symbol -> shares held at T-1's close."""

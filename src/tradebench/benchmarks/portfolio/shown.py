@@ -186,6 +186,45 @@ class PriceScale:
         units = _on_grid(float(shares) * base / REBASE_LEVEL, self.unit_step)
         return round(units, UNIT_DIGITS)
 
+    def holdings(
+        self,
+        cols: list[int],
+        shares: list[int],
+        available: list[int],
+        weights: list[float],
+        closes: list[float],
+    ) -> list[tuple[float | int | None, float | int | None, float | None, float | None]]:
+        """(`quantity` of the shares, of the sellable shares, `weight`, `price` of the close)
+        of each holding (whole shares; column -1 where unknown): under `rebased` in array
+        passes, the same numbers as field by field."""
+        if not self.hides_levels or self.base is None:
+            return [
+                (self.quantity(c, s), self.quantity(c, a), self.weight(w), self.price(c, x))
+                for c, s, a, w, x in zip(cols, shares, available, weights, closes, strict=True)
+            ]
+        if not cols:
+            return []
+        idx = np.asarray(cols, dtype=np.intp)
+        base = np.where(idx >= 0, self.base[np.maximum(idx, 0)], np.nan)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ok = np.isfinite(base) & (base > 0)
+            known = ok.tolist()
+            step = self.unit_step
+            held = _grid(np.asarray(shares, dtype=float) * base / REBASE_LEVEL, step)
+            free = _grid(np.asarray(available, dtype=float) * base / REBASE_LEVEL, step)
+            w = np.asarray(weights, dtype=float)
+            x = np.asarray(closes, dtype=float)
+            close = x / base * REBASE_LEVEL
+        return list(
+            zip(
+                _rounded(held, UNIT_DIGITS, known),
+                _rounded(free, UNIT_DIGITS, known),
+                _rounded(_grid(w, ACCOUNT_GRID), 6, np.isfinite(w).tolist()),
+                _rounded(close, PRICE_DIGITS, (np.isfinite(x) & ok).tolist()),
+                strict=True,
+            )
+        )
+
     def lot_hidden(self, col: int, lot: int) -> bool:
         """Whether one lot of the stock, at its rebase close, is worth under half a grid
         step, so that rounding to lots never shows (always True under `raw`, where nothing
@@ -264,6 +303,17 @@ def lot_exposure(base: np.ndarray, lot: int, capital: float) -> LotExposure:
     scale = PriceScale("rebased", base, capital)
     visible = scale.lot_visible_share(np.arange(base.size), lot)
     return LotExposure(visible, float(2 * base.max() * lot / ACCOUNT_GRID))
+
+
+def _grid(values: np.ndarray, step: float) -> np.ndarray:
+    """`_on_grid` of each value: the same IEEE operations in the same order."""
+    with np.errstate(invalid="ignore"):
+        return np.copysign(np.floor(np.abs(values) / step + 0.5) * step, values)
+
+
+def _rounded(values: np.ndarray, digits: int, keep: list[bool]) -> list[float | None]:
+    """Python's `round` of each value (numpy's rounds differently), None where not `keep`."""
+    return [round(v, digits) if k else None for v, k in zip(values.tolist(), keep, strict=True)]
 
 
 def _on_grid(value: float, step: float) -> float:
