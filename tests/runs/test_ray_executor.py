@@ -195,7 +195,7 @@ def test_ray_run_with_a_killed_worker_equals_the_local_run(
     assert progress.dataset_copies <= 1
     assert len([p for p in (scratch / "datasets").iterdir() if p.is_dir()]) == 1
     # every step the driver held when a worker died had its replies stored at the keeper
-    # first (`ModelWorker.settled`), so the killed run's own cache replays it exactly
+    # before it was sent (`ModelWorker.episode`), so the killed run's own cache replays it
     replayed = tmp_path / "replay"
     replay = replay_spec(spec_dict(synth_dataset_dir, ""), out / "cache.sqlite")
     asyncio.run(run_spec(RunSpec.model_validate(replay), replayed))
