@@ -53,11 +53,14 @@ def phase_bar(first: str = "starting") -> Iterator[Callable[[str, int, int], Non
     current = [first]
 
     def progress(phase: str, done: int, total: int) -> None:
+        # a new phase and a finished count are drawn at once (not at the next timed refresh),
+        # so every phase shows, however quickly it passes on a busy machine
         if phase != current[0]:  # a new phase: its own count, speed and clock
             current[0] = phase
             bar.reset(task, description=phase, completed=done, total=total)
+            bar.refresh()
         else:
-            bar.update(task, completed=done, total=total)
+            bar.update(task, completed=done, total=total, refresh=done == total)
 
     with bar:
         yield progress
