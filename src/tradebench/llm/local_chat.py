@@ -120,6 +120,29 @@ def auto_grammar(tools: list[dict[str, Any]], allow_answer: bool = True) -> str:
     )
 
 
+def served_turns(
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    tool_choice: Any,
+    *,
+    fold_system: bool = False,
+    stream: bool = False,
+) -> list[dict[str, Any]]:
+    """The plain turns the model's template renders for one request.
+
+    The system text (the prompt, then the tool catalogue) is the same whatever the request's
+    `tool_choice`: a research call under `auto` and the forced submission after it share
+    their prompt up to the new turns, so llama.cpp reuses the evaluated prefix instead of
+    reading the whole conversation again. What this reply may do is said in a closing user
+    turn (`text_tools.choice_line`) and enforced by the grammar.
+    """
+    offered = [] if tool_choice == "none" else list(tools or [])
+    prefix = ANSWER_PREFIX if offered and not stream else ""
+    return plain_messages(
+        messages, offered, tool_choice or "auto", fold_system=fold_system, answer_prefix=prefix
+    )
+
+
 def make_handler(base_format: str | None = None, fold_system: bool = False) -> Callable[..., Any]:
     """A llama-cpp chat completion handler that carries tools through a plain template.
 
@@ -150,10 +173,7 @@ def make_handler(base_format: str | None = None, fold_system: bool = False) -> C
         choice = tool_choice or "auto"
         name = forced_tool(choice) if offered else None
         may_answer = choice != "required"
-        prefix = ANSWER_PREFIX if offered and name is None and may_answer and not stream else ""
-        plain = plain_messages(
-            messages, offered, choice, fold_system=fold_system, answer_prefix=prefix
-        )
+        plain = served_turns(messages, tools, tool_choice, fold_system=fold_system, stream=stream)
         tool = next((t for t in offered if t["function"]["name"] == name), None)
         if tool is not None and not stream:
             # The arguments are generated under the tool's grammar and returned as its call;

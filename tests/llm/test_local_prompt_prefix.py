@@ -1,0 +1,112 @@
+"""The bundled server keeps a conversation's prompt prefix across the loop's phases.
+
+llama.cpp evaluates only the tokens after the longest prefix it evaluated last time. The
+tool loop asks under `auto` while it researches, then forces the submit tool, then starts
+the next step with the same system prompt: when every request of a run renders the same
+system text, each call reads only its new turns. Here the real handler's turns go through
+the bundled model's own chat template (from the GGUF) and its tokenizer; no weights load.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tradebench.errors import ConfigError
+from tradebench.llm.local import find_bundled_model, llama_cpp_available
+from tradebench.llm.local_chat import served_turns
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": {"stock_id": {"type": "string"}},
+                "required": ["stock_id"],
+                "additionalProperties": False,
+            },
+        },
+    }
+    for name, description in (
+        ("get_stock_snapshot", "Recent bars of one stock."),
+        ("submit_action", "Submit today's orders."),
+    )
+]
+FORCED = {"type": "function", "function": {"name": "submit_action"}}
+SYSTEM = {"role": "system", "content": "You manage a portfolio of anonymised stocks."}
+
+
+def _step(day: int) -> list[dict[str, Any]]:
+    return [SYSTEM, {"role": "user", "content": f"Step {day}: cash 1,000,000; no holdings."}]
+
+
+def _researched(day: int) -> list[dict[str, Any]]:
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "get_stock_snapshot", "arguments": '{"stock_id": "asset_0001"}'},
+    }
+    return [
+        *_step(day),
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": json.dumps({"close": 1.02})},
+        {"role": "user", "content": "Now call `submit_action` with your orders."},
+    ]
+
+
+@pytest.fixture(scope="module")
+def tokens_of() -> Iterator[Any]:
+    """Messages -> the prompt's tokens, as the bundled server renders and reads them."""
+    if not llama_cpp_available():
+        pytest.skip("llama_cpp is not importable; install the extra: pip install '.[local-llm]'")
+    try:
+        model = find_bundled_model("smollm2")
+    except ConfigError as exc:
+        pytest.skip(str(exc))
+    import llama_cpp
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    llm = llama_cpp.Llama(str(model.path), vocab_only=True, verbose=False)
+    template = Jinja2ChatFormatter(
+        llm.metadata["tokenizer.chat_template"],
+        eos_token=llm.detokenize([llm.token_eos()], special=True).decode(),
+        bos_token=llm.detokenize([llm.token_bos()], special=True).decode(),
+    )
+
+    def tokens(messages: list[dict[str, Any]], choice: Any) -> list[int]:
+        prompt = template(messages=served_turns(messages, TOOLS, choice)).prompt
+        return llm.tokenize(prompt.encode(), add_bos=False, special=True)
+
+    yield tokens
+    llm.close()
+
+
+def _shared(a: list[int], b: list[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def test_the_forced_submission_reads_only_its_new_turns(tokens_of) -> None:
+    research = tokens_of(_step(1), "auto")
+    submission = tokens_of(_researched(1), FORCED)
+    # the whole research prompt, its assistant opening included, is evaluated already
+    assert _shared(research, submission) == len(research) < len(submission)
+
+
+@pytest.mark.parametrize("choice", ["auto", "required", FORCED])
+def test_every_request_of_a_run_starts_with_the_same_system_text(tokens_of, choice) -> None:
+    first = tokens_of(_step(1), "auto")
+    later = tokens_of(_step(2), choice)
+    system = tokens_of([SYSTEM], "auto")
+    # the system turn, catalogue included, is read once for the whole run
+    assert _shared(first, later) >= len(system) - 8 > 100
