@@ -10,6 +10,7 @@ import json
 import math
 import os
 import signal
+import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,15 +24,18 @@ from tests.conftest import REPO_ROOT
 from tests.report.model_run import replay_spec, scripted, spec_dict
 from tests.runs.ray_budget_worker import MAX_TOKENS, spend_until_refused
 from tests.runs.traces import without_latency
-from tradebench.benchmarks import run_spec
+from tradebench.benchmarks import get_benchmark, run_spec
 from tradebench.cli import app
 from tradebench.llm.base import get_model
 from tradebench.llm.budget import BudgetConfig
 from tradebench.llm.loopback import LoopbackServer, RecordedRequest, Reply
 from tradebench.llm.types import Message, ModelConfig
+from tradebench.runs.executor import plan
 from tradebench.runs.progress import RunProgress
+from tradebench.runs.ray.cluster import ship_dataset
 from tradebench.runs.ray.services import Services
-from tradebench.runs.records import TRACE_ZST_FILE
+from tradebench.runs.ray.worker import EpisodeJob, ModelWorker, StepDelta
+from tradebench.runs.records import TRACE_FILE, TRACE_ZST_FILE
 from tradebench.runs.spec import RunSpec
 from tradebench.runs.trace import trace_bytes
 
@@ -200,6 +204,54 @@ def test_ray_run_with_a_killed_worker_equals_the_local_run(
     replay = replay_spec(spec_dict(synth_dataset_dir, ""), out / "cache.sqlite")
     asyncio.run(run_spec(RunSpec.model_validate(replay), replayed))
     assert_same_run(out, replayed, same_endpoint=False)
+
+
+def test_a_step_reaches_the_driver_only_after_its_replies_are_stored(
+    cluster: None,
+    server: LoopbackServer,
+    synth_dataset_dir: Path,
+    scratch: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A model worker with no stream window sends each step as soon as it completes. Even
+    then the cache file holds every reply behind the steps the driver has received: a kill
+    right after a step reaches the driver leaves nothing a replay of the run would miss.
+    (The keepers store in batches every `FLUSH_WINDOW_S`, so without the worker's wait the
+    first steps arrive before their replies are stored.)"""
+    monkeypatch.setenv("TRADEBENCH_RAY_SCRATCH", str(scratch))
+    server.responder = scripted
+    spec = RunSpec.model_validate(
+        {**spec_dict(synth_dataset_dir, server.openai_url), "executor": "ray"}
+    )
+    benchmark = get_benchmark(spec.benchmark)
+    resolved = plan(benchmark, spec, tmp_path / "run")
+    ref = next(r for r in resolved.todo if r.kind == "llm")
+    cache = tmp_path / "cache.sqlite"
+    services = Services.start(resolved.spec.budget, None, cache, "readwrite")
+    job = EpisodeJob(
+        benchmark, resolved.spec, resolved.options, ref, ship_dataset(resolved.dataset), {}
+    )
+    seen: list[tuple[int, int]] = []  # (model calls of the steps received, replies stored)
+
+    async def drive() -> None:
+        worker = ModelWorker(resolved.spec, services, window_s=0.0)
+        calls = 0
+        async for item in worker.episode(job):
+            if isinstance(item, StepDelta):
+                lines = item.appended.get(TRACE_FILE, b"").splitlines()
+                calls += sum(len(json.loads(line)["model_calls"]) for line in lines)
+                with sqlite3.connect(cache) as db:
+                    (stored,) = db.execute("SELECT COUNT(*) FROM replies").fetchone()
+                seen.append((calls, stored))
+        await worker.close()
+
+    try:
+        asyncio.run(drive())
+    finally:
+        services.stop()
+    assert len(seen) > 1 and seen[-1][0] > 0
+    assert all(stored >= calls for calls, stored in seen), seen
 
 
 def test_cli_replays_a_local_cache_on_ray_exactly(

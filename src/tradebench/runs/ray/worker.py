@@ -209,9 +209,17 @@ def cpu_episode(job: EpisodeJob) -> Iterator[StepDelta | EpisodeResult]:
 class ModelWorker:
     """Async actor body: runs many model episodes at once through the run's keepers."""
 
-    def __init__(self, spec: RunSpec, services: Services, slot: int = 0) -> None:
+    def __init__(
+        self,
+        spec: RunSpec,
+        services: Services,
+        slot: int = 0,
+        window_s: float = STREAM_WINDOW_S,
+    ) -> None:
         """Build one model per model agent of `spec`, leasing the budget and caching through
-        the keepers; its leases are held as (`slot`, an id of this process)."""
+        the keepers; its leases are held as (`slot`, an id of this process). A step goes
+        to the driver at most `window_s` after it completes (`episode`)."""
+        self.window_s = window_s
         holder = Holder(slot, uuid.uuid4().hex)
         self.budget, self.cache = services.remote_budget(holder), services.remote_cache()
         self.models: dict[str, ChatModel] = {
@@ -242,9 +250,10 @@ class ModelWorker:
 
     async def episode(self, job: EpisodeJob) -> AsyncIterator[StepDelta | EpisodeResult]:
         """A streaming generator: a model episode's steps, then its result. A step goes out
-        `STREAM_WINDOW_S` after it completes (or when the episode ends), with the steps
-        completed meanwhile, once the calls behind them are settled at the keepers: one
-        message to the driver for several steps when steps are quick."""
+        `window_s` after it completes (or when the episode ends), with the steps completed
+        meanwhile, once the calls behind them are settled at the keepers: one message to
+        the driver for several steps when steps are quick. The driver holds no step whose
+        replies the cache lacks, so a run killed at any point replays from its cache."""
         steps: asyncio.Queue[StepDelta] = asyncio.Queue()
         task = asyncio.create_task(run_attempt(job, self.models[job.ref.agent], steps.put_nowait))
 
@@ -258,7 +267,7 @@ class ModelWorker:
                 getter = asyncio.create_task(steps.get())
                 await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
                 if getter.done():
-                    await asyncio.wait({task}, timeout=STREAM_WINDOW_S)
+                    await asyncio.wait({task}, timeout=self.window_s)
                     delta = waiting([getter.result()])
                     await self.settled()
                     yield delta
