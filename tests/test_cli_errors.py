@@ -280,7 +280,9 @@ def test_ctrl_c_says_what_was_saved_and_the_rerun_resumes(
         raw = yaml.safe_load(spec.read_text())
         raw["windows"] = [{"start": "2022-03-01", "end": "2022-03-10"}]
         spec.write_text(yaml.safe_dump(raw))
-        args = [sys.executable, "-m", "tradebench.cli", "run", str(spec), "-o", str(out)]
+        # faulthandler: a run that does not stop is aborted below with every thread's stack
+        run = ["-m", "tradebench.cli", "run", str(spec), "-o", str(out)]
+        args = [sys.executable, "-X", "faulthandler", *run]
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for _ in range(6000):  # liveness: wait for the first journaled step
             if journaled() or proc.poll() is not None:
@@ -288,8 +290,15 @@ def test_ctrl_c_says_what_was_saved_and_the_rerun_resumes(
             time.sleep(0.05)
         assert journaled() and proc.poll() is None, "no step was journaled, or the run ended"
         proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=120)
-        release.set()
+        try:
+            stdout, stderr = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)
+            stdout, stderr = proc.communicate(timeout=60)
+            stack = f"the run did not stop on SIGINT; its threads:\n{stderr}"
+            raise AssertionError(stack) from None
+        finally:
+            release.set()
         assert proc.returncode == 130, stderr
         lines = [x for x in (stdout + stderr).splitlines() if x.strip()]
         assert len(lines) == 1 and "Traceback" not in stderr, stderr
