@@ -131,7 +131,7 @@ def served_turns(
     """The plain turns the model's template renders for one request.
 
     The system text (the prompt, then the tool catalogue) is the same whatever the request's
-    `tool_choice`: a research call under `auto` and the forced submission after it share
+    `tool_choice`: a call under `auto` and a forced call after it over the same tools share
     their prompt up to the new turns, so llama.cpp reuses the evaluated prefix instead of
     reading the whole conversation again. What this reply may do is said in a closing user
     turn (`text_tools.choice_line`) and enforced by the grammar.
