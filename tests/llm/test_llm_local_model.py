@@ -20,6 +20,7 @@ import pytest
 from pydantic import BaseModel, Field
 from typer.testing import CliRunner
 
+from tests.llm.bundled import bundled_or_skip
 from tradebench.agents.tool_loop import LoopConfig, run_tool_loop
 from tradebench.agents.tools import SubmitTool, Tool
 from tradebench.cli import app
@@ -165,12 +166,7 @@ def test_the_bundled_server_carries_tools_to_the_model(local_server):
 def test_a_plain_llama_server_is_found_to_drop_tools(tmp_path):
     """Served by `llama_cpp.server` as it comes, SmolLM2's template drops the tools: the
     adapter's probe sees it and moves the tools into the prompt."""
-    if not llama_cpp_available():
-        pytest.skip("llama_cpp is not importable; install the extra: pip install '.[local-llm]'")
-    try:
-        bundled = find_bundled_model("smollm2")
-    except ConfigError as exc:
-        pytest.skip(str(exc))
+    bundled = bundled_or_skip("smollm2")
     with LocalServer(bundled, n_ctx=2048, n_threads=TEST_THREADS, tool_aware=False) as server:
         model = get_model(_config(server), retry=ONE_SHOT)
         messages = [Message(role="user", content="Check the price of asset_0001.")]

@@ -9,8 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.benchmarks.portfolio.grammar import NativeGrammar
-from tradebench.errors import ConfigError
-from tradebench.llm.local import find_bundled_model, llama_cpp_available
+from tests.llm.bundled import bundled_or_skip
 from tradebench.llm.local_chat import auto_grammar, forced_grammar
 
 PRICE = {
@@ -44,12 +43,7 @@ CALL = '<tool_call>{"name": "get_price", "arguments": {"stock_id": "asset_0001"}
 
 @pytest.fixture(scope="module")
 def native() -> Iterator[NativeGrammar]:
-    if not llama_cpp_available():
-        pytest.skip("llama_cpp is not importable; install the extra: pip install '.[local-llm]'")
-    try:
-        grammar = NativeGrammar(find_bundled_model("smollm2").path)
-    except ConfigError as exc:
-        pytest.skip(str(exc))
+    grammar = NativeGrammar(bundled_or_skip("smollm2").path)
     yield grammar
     grammar.close()
 

@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from tradebench.errors import ConfigError
-from tradebench.llm.local import find_bundled_model, llama_cpp_available
+from tests.llm.bundled import bundled_or_skip
 from tradebench.llm.local_chat import served_turns
 
 TOOLS = [
@@ -63,12 +62,7 @@ def _researched(day: int) -> list[dict[str, Any]]:
 @pytest.fixture(scope="module")
 def tokens_of() -> Iterator[Any]:
     """Messages -> the prompt's tokens, as the bundled server renders and reads them."""
-    if not llama_cpp_available():
-        pytest.skip("llama_cpp is not importable; install the extra: pip install '.[local-llm]'")
-    try:
-        model = find_bundled_model("smollm2")
-    except ConfigError as exc:
-        pytest.skip(str(exc))
+    model = bundled_or_skip("smollm2")
     import llama_cpp
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
