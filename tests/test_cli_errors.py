@@ -248,6 +248,16 @@ def test_a_window_past_the_data_is_said_and_its_real_end_recorded(
     shutil.rmtree(tmp_path / "run")
 
 
+def _sigint_as_in_a_terminal() -> None:
+    """In the child before exec: SIGINT at its default, as a terminal's foreground job has
+    it. An ignored SIGINT is inherited through exec, and a suite started in the background
+    by a shell without job control (`pytest ... &` in a script) ignores it in every xdist
+    worker; Python then keeps it ignored and Ctrl-C could never reach the run."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_says_what_was_saved_and_the_rerun_resumes(
     synth_dataset_dir: Path, tmp_path: Path
 ) -> None:
@@ -283,7 +293,13 @@ def test_ctrl_c_says_what_was_saved_and_the_rerun_resumes(
         # faulthandler: a run that does not stop is aborted below with every thread's stack
         run = ["-m", "tradebench.cli", "run", str(spec), "-o", str(out)]
         args = [sys.executable, "-X", "faulthandler", *run]
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            args,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=_sigint_as_in_a_terminal,
+        )
         for _ in range(6000):  # liveness: wait for the first journaled step
             if journaled() or proc.poll() is not None:
                 break
