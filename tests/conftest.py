@@ -86,12 +86,17 @@ def synth_dataset_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test that starts a local model server runs on one xdist worker.
+    """Every test that starts a local model server runs on one xdist worker, and every
+    other test runs on the worker of its module's other tests.
 
     llama.cpp's threads spin while they wait; two servers on a 2-core machine starve each
     other until a 2-second request takes minutes. `--dist loadgroup` (set in pyproject)
-    sends one group to one worker, so at most one server is busy at a time.
+    sends one group to one worker, so at most one server is busy at a time. A module's
+    fixtures (a run attacked in every mode and mask, a probe of two models) are built once
+    per worker that runs one of its tests: one worker per module builds them once.
     """
     for item in items:
         if item.get_closest_marker("local_llm") is not None:
             item.add_marker(pytest.mark.xdist_group("local_model"))
+        elif item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
