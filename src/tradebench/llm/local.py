@@ -163,6 +163,8 @@ class LocalServer:
         """Describe the server; nothing starts until `start()`.
 
         Args:
+            n_threads: Threads the server computes with, for reading prompts and for
+                generating alike.
             alias: The model name served (and listed); default `identity.served_name`:
                 the file's stem and digest, so two models never share a name.
             log_path: Where the server's output goes (named in every error); None = a
@@ -187,6 +189,11 @@ class LocalServer:
         )
 
     @property
+    def pid(self) -> int | None:
+        """The server process's id (None before `start()`)."""
+        return None if self._proc is None else self._proc.pid
+
+    @property
     def base_url(self) -> str:
         """OpenAI-style `base_url` of the server."""
         return f"http://{self.host}:{self.port}/v1"
@@ -209,6 +216,10 @@ class LocalServer:
             "--n_ctx",
             str(self.n_ctx),
             "--n_threads",
+            str(self.n_threads),
+            # reading a prompt is the batch path: llama-cpp-python's server gives it every
+            # core unless told, whatever `--n_threads` says
+            "--n_threads_batch",
             str(self.n_threads),
             "--verbose",
             "False",
