@@ -132,17 +132,46 @@ def _fix(tail: str, code: int | None, first_request: bool) -> str:
     return "See the server's log above."
 
 
-def free_cores() -> int:
-    """Cores this process may use that are not already busy: the cores it is allowed on
-    minus the 1-minute load average, at least 1. llama.cpp's threads spin while they wait
-    for each other, so on a busy machine fewer threads finish sooner (one thread was 2.4x
-    faster than two on a 2-core machine at load 6)."""
+def free_cores(sample_s: float = 0.5) -> int:
+    """Cores this process may use that are not busy now, at least 1. llama.cpp's threads
+    spin while they wait for each other, so on a busy machine fewer threads finish sooner
+    (one thread was 2.4x faster than two on a 2-core machine at load 6).
+
+    On Linux the allowed cores' busy time is sampled from /proc/stat over `sample_s`: the
+    1-minute load average lags by a minute, so right after an install (or a finished run)
+    it counted cores as busy that were idle. Elsewhere the load average is all there is."""
     try:
-        allowed = len(os.sched_getaffinity(0))
+        allowed = sorted(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
-        allowed = os.cpu_count() or 1
-    busy = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-    return max(1, min(allowed, round(allowed - busy)))
+        allowed = list(range(os.cpu_count() or 1))
+    before = _cpu_times(allowed)
+    if before:
+        time.sleep(sample_s)
+        after = _cpu_times(allowed)
+        busy = 0.0
+        for cpu, (total, idle) in after.items():
+            spent = total - before[cpu][0]
+            busy += (spent - (idle - before[cpu][1])) / spent if spent > 0 else 0.0
+    else:
+        busy = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    return max(1, min(len(allowed), round(len(allowed) - busy)))
+
+
+def _cpu_times(cpus: list[int]) -> dict[int, tuple[int, int]]:
+    """(all jiffies, idle + iowait jiffies) of each of `cpus` from /proc/stat; {} where
+    /proc/stat is not there."""
+    try:
+        lines = Path("/proc/stat").read_text().splitlines()
+    except OSError:
+        return {}
+    wanted = {f"cpu{c}": c for c in cpus}
+    out = {}
+    for line in lines:
+        name, *fields = line.split()
+        if name in wanted:
+            ticks = [int(x) for x in fields[:8]]  # user nice system idle iowait irq softirq steal
+            out[wanted[name]] = (sum(ticks), ticks[3] + ticks[4])
+    return out if len(out) == len(cpus) else {}
 
 
 class LocalServer:
