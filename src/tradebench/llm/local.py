@@ -159,7 +159,7 @@ def free_cores(sample_s: float = 0.5) -> int:
 
 def _cpu_times(cpus: list[int]) -> dict[int, tuple[int, int]]:
     """(all jiffies, idle + iowait jiffies) of each of `cpus` from /proc/stat; {} where
-    /proc/stat is not there."""
+    /proc/stat is not there or lacks one of them."""
     try:
         lines = Path("/proc/stat").read_text().splitlines()
     except OSError:
