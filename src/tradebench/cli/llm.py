@@ -95,6 +95,12 @@ def serve_local(
     log: Annotated[
         Path | None, typer.Option(help="Write the server's log here (named in its errors)")
     ] = None,
+    threads: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="Threads for reading prompts and generating (default: the free cores)"
+        ),
+    ] = None,
 ) -> None:
     """Serve a small bundled GGUF model behind an OpenAI-compatible API (Ctrl-C stops it).
 
@@ -104,7 +110,13 @@ def serve_local(
     Example: tradebench llm serve-local --port 8080
     """
     from tradebench.errors import ConfigError
-    from tradebench.llm.local import BUNDLED, BundledModel, LocalServer, find_bundled_model
+    from tradebench.llm.local import (
+        BUNDLED,
+        BundledModel,
+        LocalServer,
+        find_bundled_model,
+        free_cores,
+    )
 
     if model is None or model in BUNDLED:
         bundled = find_bundled_model(model)
@@ -120,11 +132,14 @@ def serve_local(
         if chat_format is not None:
             update["chat_format"] = chat_format
         bundled = bundled.model_copy(update=update)
-    server = LocalServer(bundled, host=host, port=port, n_ctx=n_ctx, log_path=log)
+    threads = threads or free_cores()
+    server = LocalServer(
+        bundled, host=host, port=port, n_ctx=n_ctx, n_threads=threads, log_path=log
+    )
     with server:
         console.print(
-            f"serving {bundled.path.name} at {server.base_url} (model name "
-            f"'{server.alias}'); try: tradebench llm ping openai:{server.alias} "
+            f"serving {bundled.path.name} at {server.base_url} on {threads} thread(s) "
+            f"(model name '{server.alias}'); try: tradebench llm ping openai:{server.alias} "
             f"--base-url {server.base_url}",
             highlight=False,
         )
