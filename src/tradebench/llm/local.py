@@ -188,6 +188,7 @@ class LocalServer:
         n_threads: int = 2,
         log_path: Path | None = None,
         tool_aware: bool = True,
+        verbose: bool = False,
     ) -> None:
         """Describe the server; nothing starts until `start()`.
 
@@ -200,6 +201,9 @@ class LocalServer:
                 temporary file, removed on exit.
             tool_aware: Serve through `tradebench.llm.local_chat` (tools carried through
                 the model's template); False runs `llama_cpp.server` as it comes.
+            verbose: llama.cpp logs each request's reading to `log_path`: the prompt
+                tokens it kept from the last request ("prefix-match hit") and the tokens
+                it read, with their time.
         """
         self.model = model
         self.host = host
@@ -208,6 +212,7 @@ class LocalServer:
         self.n_ctx = n_ctx
         self.n_threads = n_threads
         self.tool_aware = tool_aware
+        self.verbose = verbose
         self._proc: subprocess.Popen[bytes] | None = None
         self.log_path = log_path
         # The log must outlive this call: it is closed in `__exit__`.
@@ -251,7 +256,7 @@ class LocalServer:
             "--n_threads_batch",
             str(self.n_threads),
             "--verbose",
-            "False",
+            str(self.verbose),
         ]
         if not self.tool_aware:
             fmt = self.model.chat_format

@@ -130,11 +130,13 @@ def served_turns(
 ) -> list[dict[str, Any]]:
     """The plain turns the model's template renders for one request.
 
-    The system text (the prompt, then the tool catalogue) is the same whatever the request's
-    `tool_choice`: a call under `auto` and a forced call after it over the same tools share
-    their prompt up to the new turns, so llama.cpp reuses the evaluated prefix instead of
-    reading the whole conversation again. What this reply may do is said in a closing user
-    turn (`text_tools.choice_line`) and enforced by the grammar.
+    The system text (the prompt, then the catalogue of the tools not forced) is the same
+    for a research call under `auto` and the forced submission after it, which adds the
+    submit tool: the forced tool is described in the closing user turn that forces it
+    (`text_tools.forced_turn`), and stays there for a retry. The two share their prompt up
+    to the new turns, so llama.cpp reuses the evaluated prefix instead of reading the
+    whole conversation again. What this reply may do is said in that closing turn and
+    enforced by the grammar.
     """
     offered = [] if tool_choice == "none" else list(tools or [])
     prefix = ANSWER_PREFIX if offered and not stream else ""

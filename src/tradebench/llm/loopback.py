@@ -240,12 +240,16 @@ def _last_user_text(body: dict[str, Any]) -> str:
 
 
 def _text_call(body: dict[str, Any]) -> Reply | None:
-    """A `<tool_call>` line for the tool the text protocol's closing turn asks for."""
+    """A `<tool_call>` line for the tool the text protocol's closing turn asks for, with
+    arguments for the schema of its entry (in the system text's catalogue, or in the turn
+    that forces it)."""
     forced = _FORCED_LINE.search(_last_user_text(body))
-    system = " ".join(
-        str(m.get("content") or "") for m in body.get("messages") or [] if m.get("role") == "system"
+    prompt = "\n".join(
+        str(m.get("content") or "")
+        for m in body.get("messages") or []
+        if m.get("role") in ("system", "user")
     )
-    schemas = {name: json.loads(schema) for name, schema in _CATALOGUE_ENTRY.findall(system)}
+    schemas = {name: json.loads(schema) for name, schema in _CATALOGUE_ENTRY.findall(prompt)}
     if forced is None or forced.group(1) not in schemas:
         return None
     name = forced.group(1)

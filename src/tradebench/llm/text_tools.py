@@ -7,7 +7,8 @@ call anything and a retry cannot see what was rejected. Some templates (llama.cp
 `gemma`) have no system role at all.
 
 `plain_messages` rewrites an OpenAI-style conversation so that everything survives such a
-template: the tool catalogue and the calling convention go into the system text, earlier
+template: the tool catalogue and the calling convention go into the system text (a forced
+tool is described in the turn that forces it, after the conversation), earlier
 calls become `<tool_call>` lines in the assistant's text, tool results become user turns,
 and (for templates without a system role) the system text is folded into the first user
 turn. Calls written back in that convention are read by `tradebench.llm.parsing`.
@@ -62,16 +63,31 @@ def catalogue_text(tools: Sequence[dict[str, Any]], answer_prefix: str = "") -> 
         "Write nothing after your calls; each result comes back in the next message. " + answer,
         "",
     ]
-    for tool in tools:
-        fn = _tool_function(tool)
-        if not fn.get("name"):
-            continue
-        schema = json.dumps(fn.get("parameters") or {}, ensure_ascii=False, separators=(",", ":"))
-        lines.append(f"- {fn.get('name', '')}: {fn.get('description', '')}")
-        lines.append(f"  arguments (JSON Schema): {schema}")
+    lines += [tool_entry(tool) for tool in tools if _tool_function(tool).get("name")]
     first = _tool_function(tools[0]).get("name", "TOOL_NAME") if tools else "TOOL_NAME"
     lines += ["", f'For example, a call to {first} starts: {CALL_OPEN}{{"name": "{first}", ...']
     return "\n".join(lines)
+
+
+def tool_entry(tool: dict[str, Any]) -> str:
+    """One tool's catalogue entry: its name, description and arguments schema."""
+    fn = _tool_function(tool)
+    schema = json.dumps(fn.get("parameters") or {}, ensure_ascii=False, separators=(",", ":"))
+    head = f"- {fn.get('name', '')}: {fn.get('description', '')}"
+    return f"{head}\n  arguments (JSON Schema): {schema}"
+
+
+def forced_turn(tool: dict[str, Any]) -> str:
+    """The turn that forces `tool`: the choice, the calling form and the tool's entry."""
+    name = str(_tool_function(tool).get("name", ""))
+    return "\n".join(
+        [
+            choice_line(name) + " Write one line of exactly this form, with the arguments "
+            "as one JSON object:",
+            f'{CALL_OPEN}{{"name": {json.dumps(name)}, "arguments": {{...}}}}{CALL_CLOSE}',
+            tool_entry(tool),
+        ]
+    )
 
 
 def choice_line(tool_choice: Any) -> str:
@@ -121,7 +137,8 @@ def plain_messages(
         tools: OpenAI tool entries; their catalogue is appended to the system text (a
             system turn is made when there is none). Empty: no catalogue.
         tool_choice: `auto`, `none`, `required` or a forced tool; a forced choice is said
-            in a closing user turn.
+            in a closing user turn, and a forced tool is described in that turn instead
+            of the catalogue (`forced_turn`).
         fold_system: The template has no system role: the system text opens the first
             user turn instead.
         answer_prefix: See `catalogue_text`.
@@ -129,9 +146,13 @@ def plain_messages(
     Adjacent turns of one role are merged, so templates that insist on alternating
     user/assistant turns accept the result.
     """
+    offered = list(tools) if tool_choice != "none" else []
+    forced_name = forced_tool(tool_choice)
+    forced = next((t for t in offered if _tool_function(t).get("name") == forced_name), None)
     system_parts: list[str] = []
     turns: list[dict[str, Any]] = []
     names: dict[str, str] = {}
+    anchor: int | None = None  # where the forced tool was first called
     for message in messages:
         role = message.get("role")
         if role == "system":
@@ -144,15 +165,30 @@ def plain_messages(
                 fn = call.get("function") or {}
                 names[str(call.get("id") or "")] = str(fn.get("name", ""))
                 parts.append(call_text(str(fn.get("name", "")), fn.get("arguments") or {}))
+                if forced is not None and anchor is None and fn.get("name") == forced_name:
+                    anchor = len(turns)
             turns.append({"role": "assistant", "content": "\n".join(parts)})
         elif role == "tool":
             turns.append({"role": "user", "content": _result_text(message, names)})
         else:
             turns.append({"role": "user", "content": _content(message)})
-    if tools and tool_choice != "none":
-        system_parts.append(catalogue_text(tools, answer_prefix))
-        if choice_line(tool_choice):  # last, so the conversation's prefix stays the same
+    listed = [t for t in offered if t is not forced]
+    if listed:
+        system_parts.append(catalogue_text(listed, answer_prefix))
+    # Every choice is said after the conversation, so its prefix stays the same. A forced
+    # tool is described there too, not in the catalogue: research without the submit tool
+    # and a forced submission after it then share their system text. Once the tool has been
+    # called, its description stays where the first forced request had it (before that
+    # call), so a retry reads only its new turns.
+    if forced is not None:
+        forcing = {"role": "user", "content": forced_turn(forced)}
+        if anchor is None:
+            turns.append(forcing)
+        else:
+            turns.insert(anchor, forcing)
             turns.append({"role": "user", "content": choice_line(tool_choice)})
+    elif offered and choice_line(tool_choice):
+        turns.append({"role": "user", "content": choice_line(tool_choice)})
     system = "\n\n".join(p for p in system_parts if p.strip())
     merged: list[dict[str, Any]] = []
     for turn in turns:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from jsonschema import Draft202012Validator
 from tests.leak_scan import find_leaks
 from tests.llm.test_llm_local_model import TEST_THREADS
 from tradebench.benchmarks import run_spec
+from tradebench.benchmarks.portfolio.account_check import AccountCode
 from tradebench.benchmarks.portfolio.submit_schema import SubmitLimits, action_schema
 from tradebench.data import load_dataset
 from tradebench.llm.local import LocalServer, find_bundled_model, llama_cpp_available
@@ -35,8 +37,23 @@ pytestmark = [
 ]
 
 
+READ = re.compile(r"(\d+) prefix-match hit, remaining (\d+) prompt tokens")
+CHOICE_LINE_TOKENS = 32
+"""A retry's closing line ("In this reply you must call ...") is read again by the next."""
+
+
+def _kept_and_read(log: Path) -> list[tuple[int, int]]:
+    """(prompt tokens kept from the last request, tokens read) of each request, from
+    llama.cpp's own log."""
+    text = log.read_text(errors="replace")
+    return [(int(kept), int(read)) for kept, read in READ.findall(text)]
+
+
 def test_open_research_blinded_with_local_model(synth_dataset_dir: Path, tmp_path: Path) -> None:
-    with LocalServer(find_bundled_model(), n_ctx=8192, n_threads=TEST_THREADS) as server:
+    log = tmp_path / "server.log"
+    with LocalServer(
+        find_bundled_model(), n_ctx=8192, n_threads=TEST_THREADS, log_path=log, verbose=True
+    ) as server:
         spec = RunSpec.model_validate(
             {
                 "dataset": str(synth_dataset_dir),
@@ -66,6 +83,18 @@ def test_open_research_blinded_with_local_model(synth_dataset_dir: Path, tmp_pat
     for step in trace:
         assert step["stop_reason"] in {"submitted", "fallback"}
         assert (step["submitted"] is None) == step["fallback"]
+    # Every call of a step after its first reads only its new turns: research, the forced
+    # submission that adds the submit tool, and each retry keep the last prompt (as the
+    # server itself counts it; the run's calls are its last requests).
+    calls = [len(step["model_calls"]) for step in trace]
+    reads = _kept_and_read(log)[-sum(calls) :]
+    assert len(reads) == sum(calls) and max(calls) >= 2, (calls, reads)
+    first = 0
+    for n in calls:
+        step = reads[first : first + n]
+        for (kept0, read0), (kept, _) in pairwise(step):
+            assert kept >= kept0 + read0 - CHOICE_LINE_TOKENS, (calls, reads)
+        first += n
     ds = load_dataset(synth_dataset_dir)
     text = trace_bytes(folder).decode()
     assert find_leaks(text, [str(s) for s in ds.panel.symbols], ds.panel.dates, True, True) == []
@@ -80,8 +109,10 @@ def _without_ranges(node: Any) -> Any:
     return node
 
 
-UNENFORCEABLE = {"OUT_OF_RANGE", "SELL_AFTER_BUY"}
-"""The refusals a grammar cannot prevent: number ranges and the order of sides."""
+UNENFORCEABLE = {"OUT_OF_RANGE", "SELL_AFTER_BUY", *(code.value for code in AccountCode)}
+"""The refusals a grammar cannot prevent: number ranges, the order of sides and the checks
+of the list as a whole against the account (a name twice, more sold than held, weights
+past 100% of NAV)."""
 
 
 @pytest.mark.slow
