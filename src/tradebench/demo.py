@@ -35,13 +35,13 @@ BASELINES: list[dict[str, Any]] = [
     {"name": "cash", "baseline": "cash"},
 ]
 MODES = ("fixed_candidate", "open_research")
-OPTIONS: dict[str, Any] = {"max_tool_calls": 3, "max_submit_retries": 2, "candidates_k": 3}
+OPTIONS: dict[str, Any] = {"max_tool_calls": 3, "max_submit_retries": 2, "candidates_k": 2}
 """Research calls per decision, submission retries and candidates per factor: sized so the
 bundled model's prompts stay short (it reads a few hundred tokens a second on two cores)."""
 PROMPT_TOKENS = 2500
 """About the size of a demo prompt in tokens: the demo's requests, messages and tool
 schemas counted with the bundled model's tokenizer, are 1,750-3,450 tokens (mean about
-2,750), of which a call after the first of a step reads only what follows the prompt
+2,500), of which a call after the first of a step reads only what follows the prompt
 before. With the measured reading speed, the time of one call before the first is made."""
 TYPICAL_CALLS = {"fixed_candidate": 1, "open_research": 2}
 """Model calls of one decision when the model submits at once (open research: one reply
@@ -243,7 +243,7 @@ def model_entry(opts: DemoOptions) -> Iterator[tuple[dict[str, Any] | None, Demo
             "timeout_s": 900,  # a long prompt on a busy machine takes minutes, not seconds
             "max_attempts": 2,
         }
-        rate = server.reading_speed()
+        rate = server.reading_speed(prompt_words=150)
         seconds = PROMPT_TOKENS / rate
         yield entry, demo_plan(opts, entry, threads=threads, seconds_per_call=seconds)
 
