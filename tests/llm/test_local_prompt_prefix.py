@@ -131,15 +131,6 @@ def test_research_that_offers_the_submit_tool_reads_its_turns_once_more(tokens_o
     assert len(prompt) + 40 < _shared(research, submission) < len(catalogue) < len(research)
 
 
-def test_requests_forced_to_their_only_tool_share_its_description(tokens_of) -> None:
-    """A probe's attacks and the fixed-candidate steps offer the submit tool alone: its
-    description stays in the catalogue, read once for every conversation of a run."""
-    one = tokens_of(_step(1), FORCED, [SUBMIT])
-    other = tokens_of(_step(2), FORCED, [SUBMIT])
-    catalogue = tokens_of([SYSTEM], "auto", [SUBMIT])
-    assert _shared(one, other) >= len(catalogue) - 8
-
-
 @pytest.mark.parametrize(
     ("choice", "tools"), [("auto", RESEARCH), ("required", RESEARCH), (FORCED, TOOLS)]
 )

@@ -132,9 +132,8 @@ def served_turns(
 
     The system text (the prompt, then the catalogue of the tools not forced) is the same
     for a research call under `auto` and the forced submission after it, which adds the
-    submit tool: a forced tool offered beside others is described in the closing user turn
-    that forces it (`text_tools.forced_turn`), and stays there for a retry; one offered
-    alone stays in the catalogue. The two share their prompt up
+    submit tool: the forced tool is described in the closing user turn that forces it
+    (`text_tools.forced_turn`), and stays there for a retry. The two share their prompt up
     to the new turns, so llama.cpp reuses the evaluated prefix instead of reading the
     whole conversation again. What this reply may do is said in that closing turn and
     enforced by the grammar.

@@ -137,8 +137,8 @@ def plain_messages(
         tools: OpenAI tool entries; their catalogue is appended to the system text (a
             system turn is made when there is none). Empty: no catalogue.
         tool_choice: `auto`, `none`, `required` or a forced tool; a forced choice is said
-            in a closing user turn, and a forced tool offered beside others is described
-            in that turn instead of the catalogue (`forced_turn`).
+            in a closing user turn, and a forced tool is described in that turn instead
+            of the catalogue (`forced_turn`).
         fold_system: The template has no system role: the system text opens the first
             user turn instead.
         answer_prefix: See `catalogue_text`.
@@ -149,10 +149,6 @@ def plain_messages(
     offered = list(tools) if tool_choice != "none" else []
     forced_name = forced_tool(tool_choice)
     forced = next((t for t in offered if _tool_function(t).get("name") == forced_name), None)
-    if len(offered) < 2:
-        # the only tool stays in the catalogue: every request that offers it alone (a probe's,
-        # a fixed-candidate step's) then shares the system text, its schema included
-        forced = None
     system_parts: list[str] = []
     turns: list[dict[str, Any]] = []
     names: dict[str, str] = {}
