@@ -49,31 +49,31 @@ def _step(day: int) -> list[dict[str, Any]]:
     return [SYSTEM, {"role": "user", "content": f"Step {day}: cash 1,000,000; no holdings."}]
 
 
+def _called(call_id: str, name: str, arguments: str, result: str) -> list[dict[str, Any]]:
+    """An assistant turn calling one tool, and the tool's result."""
+    call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+    return [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": call_id, "content": result},
+    ]
+
+
 def _researched(day: int) -> list[dict[str, Any]]:
-    call = {
-        "id": "call_1",
-        "type": "function",
-        "function": {"name": "get_stock_snapshot", "arguments": '{"stock_id": "asset_0001"}'},
-    }
+    snapshot = _called(
+        "call_1", "get_stock_snapshot", '{"stock_id": "asset_0001"}', json.dumps({"close": 1.02})
+    )
     return [
         *_step(day),
-        {"role": "assistant", "content": None, "tool_calls": [call]},
-        {"role": "tool", "tool_call_id": "call_1", "content": json.dumps({"close": 1.02})},
+        *snapshot,
         {"role": "user", "content": "Now call `submit_action` with your orders."},
     ]
 
 
 def _retried(day: int) -> list[dict[str, Any]]:
-    call = {
-        "id": "call_2",
-        "type": "function",
-        "function": {"name": "submit_action", "arguments": '{"stock_id": "asset_9"}'},
-    }
-    return [
-        *_researched(day),
-        {"role": "assistant", "content": None, "tool_calls": [call]},
-        {"role": "tool", "tool_call_id": "call_2", "content": '{"error": "unknown stock_id"}'},
-    ]
+    refused = _called(
+        "call_2", "submit_action", '{"stock_id": "asset_9"}', '{"error": "unknown stock_id"}'
+    )
+    return [*_researched(day), *refused]
 
 
 @pytest.fixture(scope="module")
