@@ -120,6 +120,14 @@ def build_cmd(
     ] = None,
     percent: Annotated[float, typer.Option(help="Percent of cash per buy.")] = 95.0,
     seed: Annotated[int, typer.Option(min=0, help="Seed for everything random.")] = 0,
+    workers: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Processes running the --all-templates backtests; 0: one per usable core. "
+            "The file is the same for any number.",
+        ),
+    ] = 0,
 ) -> None:
     """Build questions from real backtests and write them as JSONL.
 
@@ -128,6 +136,7 @@ def build_cmd(
     """
     from tradebench.benchmarks.mcq.build.builder import BuildSpec, strategy_config, total_attempts
     from tradebench.benchmarks.mcq.build.files import build_file
+    from tradebench.benchmarks.mcq.build.pool import BacktestPool, usable_cores
     from tradebench.benchmarks.mcq.config import ALL_STRATEGIES, STRATEGY_NAMES, Sizing
     from tradebench.benchmarks.mcq.params import parse_overrides
 
@@ -155,9 +164,10 @@ def build_cmd(
     )
     for name in spec.strategies:
         strategy_config(spec, name)  # a bad parameter set fails here, before any backtest
-    with _progress() as progress:
+    size = (workers or usable_cores()) if spec.mode == "all_templates" else 1
+    with BacktestPool(size) as pool, _progress() as progress:  # workers fork before the bar
         task = progress.add_task("building", total=total_attempts(spec))
-        result = build_file(spec, out, lambda: progress.advance(task))
+        result = build_file(spec, out, lambda: progress.advance(task), pool)
     _render_build(result, out)
 
 

@@ -10,6 +10,7 @@ alternative config of the comparative templates) is shared by all its questions;
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tradebench.benchmarks.mcq.build.backtest import BacktestLog, run_backtest
 from tradebench.benchmarks.mcq.build.balance import balance_letters
 from tradebench.benchmarks.mcq.build.options import LETTERS, make_options, settle_decimals
+from tradebench.benchmarks.mcq.build.pool import BacktestPool
 from tradebench.benchmarks.mcq.build.preamble import question_text
 from tradebench.benchmarks.mcq.build.strategies import PAPER_DEFAULTS, PARAM_GRIDS
 from tradebench.benchmarks.mcq.build.templates import TEMPLATES, TIERS, NotApplicable, by_tier
@@ -118,13 +120,50 @@ class BacktestCache:
     def __init__(self, bars: pd.DataFrame) -> None:
         self.bars = bars
         self.logs: dict[str, BacktestLog] = {}
+        self.on_demand = 0
+        """Backtests `run` had to run itself (not cached yet, not prefetched)."""
 
     def run(self, config: BacktestConfig) -> BacktestLog:
         """The log of `config` on the cache's bars, running backtrader on first use."""
         key = config.key()
         if key not in self.logs:
+            self.on_demand += 1
             self.logs[key] = run_backtest(self.bars, config)
         return self.logs[key]
+
+    def prefetch(self, configs: list[BacktestConfig], pool: BacktestPool) -> None:
+        """Run the configs not cached yet, at once, in `pool`'s workers."""
+        missing = {c.key(): c for c in configs if c.key() not in self.logs}
+        logs = pool.run_all(self.bars, list(missing.values()))
+        self.logs.update(zip(missing, logs, strict=True))
+
+
+class _Wanted(Exception):
+    """Raised by the discovery runner at a comparative template's second backtest."""
+
+
+def _wanted_backtests(s: _Session, pairs: list[tuple[str, StrategyName]]) -> list[BacktestConfig]:
+    """The second backtests the comparative templates of `pairs` will ask for: each maker
+    runs on its own seeded generator up to its first uncached run, which is noted, not run.
+
+    A maker is a function of (log, generator, runner), so the attempt made afterwards asks
+    for the same config; `attempt` runs anything this missed, so it can only cost time."""
+    wanted: dict[str, BacktestConfig] = {}
+
+    def note(config: BacktestConfig) -> BacktestLog:
+        if config.key() in s.cache.logs:
+            return s.cache.logs[config.key()]
+        wanted[config.key()] = config
+        raise _Wanted
+
+    for tname, sname in pairs:
+        tpl = TEMPLATES[tname]
+        if not tpl.comparative:
+            continue
+        log = s.cache.logs[s.configs[sname].key()]
+        with contextlib.suppress(_Wanted):
+            tpl.make(log, derive_rng(s.spec.seed, "question", tname, sname, 0), note)
+    return list(wanted.values())
 
 
 class _Session:
@@ -182,12 +221,14 @@ def _split(results: list[MCQRecord | Skip]) -> tuple[list[MCQRecord], list[Skip]
     return records, skips
 
 
-def _all_templates(s: _Session, tick: Tick) -> list[MCQRecord | Skip]:
+def _all_templates(s: _Session, tick: Tick, pool: BacktestPool) -> list[MCQRecord | Skip]:
+    pairs = [(tpl.name, sname) for sname in s.spec.strategies for tpl in by_tier()]
+    s.cache.prefetch([s.configs[sname] for sname in s.spec.strategies], pool)
+    s.cache.prefetch(_wanted_backtests(s, pairs), pool)
     out: list[MCQRecord | Skip] = []
-    for sname in s.spec.strategies:
-        for tpl in by_tier():
-            out.append(s.attempt(tpl.name, sname, 0))
-            tick()
+    for tname, sname in pairs:
+        out.append(s.attempt(tname, sname, 0))
+        tick()
     return out
 
 
@@ -270,11 +311,14 @@ def build(
     bars: pd.DataFrame,
     tick: Tick = _noop,
     cache: BacktestCache | None = None,
+    pool: BacktestPool | None = None,
 ) -> BuildResult:
     """Build questions as the spec says, answer letters balanced (`balance.balance_letters`).
 
     `tick` is called once per question attempted; `cache` (on the same bars) lets several
-    builds share backtests, e.g. many seeds.
+    builds share backtests, e.g. many seeds. An open `pool` runs the base pool's backtests
+    (`--all-templates`) in its worker processes; the other modes choose each next backtest
+    from the last question's outcome and run them here. The output does not depend on it.
     """
     if spec.mode == "sample" and spec.num_questions <= 0:
         raise ConfigError("--num-questions must be positive in sample mode")
@@ -287,7 +331,7 @@ def build(
         raise ConfigError("a BacktestCache serves only the bars it was made with")
     session = _Session(spec, cache if cache is not None else BacktestCache(bars))
     if spec.mode == "all_templates":
-        results = _all_templates(session, tick)
+        results = _all_templates(session, tick, pool or BacktestPool(1))
     elif spec.mode == "sample":
         results = _sample(session, tick)
     else:
