@@ -1,9 +1,10 @@
 """Where the CPU of `mcq build --all-templates` and `mcq check` goes, part by part.
 
 Each repeat runs two fresh interpreters, one per process a user runs, that import and work
-in the order the CLI does and read `time.process_time()` between the parts; the parent adds
-the interpreter's start-up and exit (its whole CPU, from `wait4`, less the parts). Nothing is shared
-between the processes or the repeats (no cache). Medians of the repeats, CPU seconds.
+in the order the CLI does (the build in one process, as `--workers 1`) and read
+`time.process_time()` between the parts; the parent adds the interpreter's start-up and
+exit (its whole CPU, from `wait4`, less the parts). Nothing is shared between the processes
+or the repeats (no cache). Medians of the repeats, CPU seconds.
 
 Run: python perf/mcq_parts.py [--bars sp500_daily_adj_2005_2025.parquet] [--repeats 5]
 """
@@ -39,7 +40,7 @@ import datetime as dt
 from pathlib import Path
 from tradebench.benchmarks.mcq.bars import resolve
 from tradebench.benchmarks.mcq.build.backtest import run_backtest
-from tradebench.benchmarks.mcq.build.builder import BacktestCache, BuildSpec, build
+from tradebench.benchmarks.mcq.build.builder import BuildSpec, build
 from tradebench.benchmarks.mcq.config import DataRef
 from tradebench.benchmarks.mcq.records import write_jsonl
 part("builder modules (pydantic models, templates)")
@@ -48,15 +49,18 @@ ref = DataRef(kind="long_parquet", path=sys.argv[1], symbol="AAPL",
 ref, bars = resolve(ref)
 part("bars (pyarrow, the row group holding AAPL)")
 spent = []
-class Timed(BacktestCache):
-    def run(self, config):
-        if config.key() in self.logs:
-            return self.logs[config.key()]
-        start = time.process_time()
-        self.logs[config.key()] = run_backtest(self.bars, config)
-        spent.append(time.process_time() - start)
-        return self.logs[config.key()]
-result = build(BuildSpec(data=ref, seed=42), bars, cache=Timed(bars))
+def timed(bars, config):
+    start = time.process_time()
+    log = run_backtest(bars, config)
+    spent.append(time.process_time() - start)
+    return log
+# Every backtest of a build goes through one of these two names (the cache's on-demand run
+# and the pool's prefetch, which runs in this process with one worker).
+import tradebench.benchmarks.mcq.build.builder as builder_module
+import tradebench.benchmarks.mcq.build.pool as pool_module
+builder_module.run_backtest = pool_module.run_backtest = timed
+result = build(BuildSpec(data=ref, seed=42), bars)
+assert len(spent) == result.backtests, (len(spent), result.backtests)
 write_jsonl(result.records, Path(sys.argv[2]))
 now = time.process_time()
 parts[f"{len(spent)} backtrader backtests"] = sum(spent)
