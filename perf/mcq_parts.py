@@ -6,6 +6,13 @@ in the order the CLI does (the build in one process, as `--workers 1`) and read
 exit (its whole CPU, from `wait4`, less the parts). Nothing is shared between the processes
 or the repeats (no cache). Medians of the repeats, CPU seconds.
 
+Then a floor: what any build and check of these questions from this Parquet file costs
+at the least, whatever their code: two interpreters' start-up and exit, `import
+backtrader`, the cheaper of the two Parquet readers' imports (pyarrow, DuckDB), `import
+numpy` for the checker's arithmetic, and the backtests' `cerebro.run()` calls alone (the
+same strategies, feed and configs as the build, each timed around `run()` only). Each
+import is timed in a fresh interpreter of its own, alternated with the others.
+
 Run: python perf/mcq_parts.py [--bars sp500_daily_adj_2005_2025.parquet] [--repeats 5]
 """
 
@@ -97,6 +104,43 @@ part(f"{report.backtests} re-runs and judging")
 print(json.dumps(parts))
 """
 
+_RUNS = """
+import datetime as dt, json, sys, time
+from tradebench.benchmarks.mcq.bars import resolve
+from tradebench.benchmarks.mcq.build.backtest import cerebro_for, list_feed, run_backtest
+from tradebench.benchmarks.mcq.build.builder import BuildSpec, build
+from tradebench.benchmarks.mcq.config import DataRef
+import tradebench.benchmarks.mcq.build.builder as builder_module
+import tradebench.benchmarks.mcq.build.pool as pool_module
+ref = DataRef(kind="long_parquet", path=sys.argv[1], symbol="AAPL",
+              start=dt.date(2020, 1, 1), end=dt.date(2024, 1, 1))
+ref, bars = resolve(ref)
+configs = []
+def noted(bars, config):
+    configs.append(config)
+    return run_backtest(bars, config)
+builder_module.run_backtest = pool_module.run_backtest = noted
+result = build(BuildSpec(data=ref, seed=42), bars)
+assert len(configs) == result.backtests, (len(configs), result.backtests)
+spent = 0.0
+for config in configs:
+    cerebro = cerebro_for(list_feed(bars), config, analyzers=False)
+    start = time.process_time()
+    cerebro.run()
+    spent += time.process_time() - start
+print(json.dumps({f"{len(configs)} backtests, cerebro.run() alone": spent}))
+"""
+
+_IMPORT = """
+import json, time
+start = time.process_time()
+import {module}
+print(json.dumps({{"import {module}": time.process_time() - start}}))
+"""
+"""One import timed inside a fresh interpreter; the rest of its CPU is start-up and exit."""
+
+_FLOOR_IMPORTS = ("backtrader", "pyarrow.parquet", "duckdb", "numpy")
+
 
 def _child(code: str, *args: str) -> dict[str, float]:
     """Run `code` in a fresh interpreter: its parts, and its start-up and exit (the rest of
@@ -130,11 +174,18 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     runs: dict[str, list[dict[str, float]]] = {"build": [], "check": []}
+    floor: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         questions = str(Path(tmp) / "mcq.jsonl")
         for _ in range(args.repeats):
             runs["build"].append(_child(_BUILD, str(args.bars), questions))
             runs["check"].append(_child(_CHECK, questions))
+            for module in _FLOOR_IMPORTS:
+                for name, value in _child(_IMPORT.format(module=module)).items():
+                    floor.setdefault(name, []).append(value)
+            for name, value in _child(_RUNS, str(args.bars)).items():
+                if name != "interpreter start-up and exit":
+                    floor.setdefault(name, []).append(value)
     total = 0.0
     for process, samples in runs.items():
         medians = {k: statistics.median(s[k] for s in samples) for k in samples[0]}
@@ -143,7 +194,26 @@ def main() -> None:
             print(f"  {name:48s} {value:5.2f} s")
         total += sum(medians.values())
     print(f"both processes                                     {total:5.2f} s")
+    _print_floor({k: statistics.median(v) for k, v in floor.items()}, total)
     print(f"machine load (1 min) {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+
+
+def _print_floor(medians: dict[str, float], total: float) -> None:
+    """The least a build and a check must spend, beside the two processes' sum."""
+    start_up = medians.pop("interpreter start-up and exit")
+    parquet = min(medians.pop("import pyarrow.parquet"), medians.pop("import duckdb"))
+    parts = {
+        "2 interpreters' start-up and exit": 2 * start_up,
+        "import backtrader": medians.pop("import backtrader"),
+        "a Parquet reader (the cheaper import)": parquet,
+        "import numpy (the checker)": medians.pop("import numpy"),
+        **medians,
+    }
+    least = sum(parts.values())
+    print(f"floor: {least:.2f} s CPU, {least / total:.0%} of the two processes")
+    for name, value in parts.items():
+        print(f"  {name:48s} {value:5.2f} s")
+    print(f"above the floor (pandas, pydantic, CLI, questions) {total - least:5.2f} s")
 
 
 if __name__ == "__main__":
