@@ -10,8 +10,8 @@ Then a floor: what any build and check of these questions from this Parquet file
 at the least, whatever their code: two interpreters' start-up and exit, `import
 backtrader`, the cheaper of the two Parquet readers' imports (pyarrow, DuckDB), `import
 numpy` for the checker's arithmetic, and the backtests' `cerebro.run()` calls alone (the
-same strategies, feed and configs as the build, each timed around `run()` only). Each
-import is timed in a fresh interpreter of its own, alternated with the others.
+same strategies, feed and configs as the build's cache holds, each timed around `run()`
+only). Each import is timed in a fresh interpreter of its own, alternated with the others.
 
 Run: python perf/mcq_parts.py [--bars sp500_daily_adj_2005_2025.parquet] [--repeats 5]
 """
@@ -107,20 +107,15 @@ print(json.dumps(parts))
 _RUNS = """
 import datetime as dt, json, sys, time
 from tradebench.benchmarks.mcq.bars import resolve
-from tradebench.benchmarks.mcq.build.backtest import cerebro_for, list_feed, run_backtest
-from tradebench.benchmarks.mcq.build.builder import BuildSpec, build
+from tradebench.benchmarks.mcq.build.backtest import cerebro_for, list_feed
+from tradebench.benchmarks.mcq.build.builder import BacktestCache, BuildSpec, build
 from tradebench.benchmarks.mcq.config import DataRef
-import tradebench.benchmarks.mcq.build.builder as builder_module
-import tradebench.benchmarks.mcq.build.pool as pool_module
 ref = DataRef(kind="long_parquet", path=sys.argv[1], symbol="AAPL",
               start=dt.date(2020, 1, 1), end=dt.date(2024, 1, 1))
 ref, bars = resolve(ref)
-configs = []
-def noted(bars, config):
-    configs.append(config)
-    return run_backtest(bars, config)
-builder_module.run_backtest = pool_module.run_backtest = noted
-result = build(BuildSpec(data=ref, seed=42), bars)
+cache = BacktestCache(bars)  # the build's backtests, each with its config
+result = build(BuildSpec(data=ref, seed=42), bars, cache=cache)
+configs = [log.config for log in cache.logs.values()]
 assert len(configs) == result.backtests, (len(configs), result.backtests)
 spent = 0.0
 for config in configs:
