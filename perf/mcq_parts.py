@@ -7,7 +7,7 @@ exit (its whole CPU, from `wait4`, less the parts). Nothing is shared between th
 or the repeats (no cache). Medians of the repeats, CPU seconds.
 
 Then a floor: what any build and check of these questions from this Parquet file costs
-at the least, whatever their code: two interpreters' start-up and exit, `import
+at the least, whatever their code: two bare interpreters' start-up and exit, `import
 backtrader`, the cheaper of the two Parquet readers' imports (pyarrow, DuckDB), `import
 numpy` for the checker's arithmetic, and the backtests' `cerebro.run()` calls alone (the
 same strategies, feed and configs as the build's cache holds, each timed around `run()`
@@ -134,7 +134,13 @@ print(json.dumps({{"import {module}": time.process_time() - start}}))
 """
 """One import timed inside a fresh interpreter; the rest of its CPU is start-up and exit."""
 
+_BARE = "import json\nprint(json.dumps({}))"
+"""A bare interpreter (the same `json` the import children load): start-up and exit only."""
+
 _FLOOR_IMPORTS = ("backtrader", "pyarrow.parquet", "duckdb", "numpy")
+
+
+_START_UP = "interpreter start-up and exit"
 
 
 def _child(code: str, *args: str) -> dict[str, float]:
@@ -159,7 +165,7 @@ def _child(code: str, *args: str) -> dict[str, float]:
         if run["code"] != 0:
             sys.exit(f"part run failed:\n{done.stderr[-2000:]}")
         parts = json.loads(Path(out.name).read_text())
-    return {"interpreter start-up and exit": run["cpu"] - sum(parts.values()), **parts}
+    return {_START_UP: run["cpu"] - sum(parts.values()), **parts}
 
 
 def main() -> None:
@@ -175,12 +181,12 @@ def main() -> None:
         for _ in range(args.repeats):
             runs["build"].append(_child(_BUILD, str(args.bars), questions))
             runs["check"].append(_child(_CHECK, questions))
-            for module in _FLOOR_IMPORTS:
-                for name, value in _child(_IMPORT.format(module=module)).items():
-                    floor.setdefault(name, []).append(value)
-            for name, value in _child(_RUNS, str(args.bars)).items():
-                if name != "interpreter start-up and exit":
-                    floor.setdefault(name, []).append(value)
+            floor.setdefault(_START_UP, []).append(_child(_BARE)[_START_UP])
+            for code in [_IMPORT.format(module=m) for m in _FLOOR_IMPORTS] + [_RUNS]:
+                # each child's own start-up and exit carries its imports' clean-up: not bare
+                for name, value in _child(code, str(args.bars)).items():
+                    if name != _START_UP:
+                        floor.setdefault(name, []).append(value)
     total = 0.0
     for process, samples in runs.items():
         medians = {k: statistics.median(s[k] for s in samples) for k in samples[0]}
@@ -195,10 +201,10 @@ def main() -> None:
 
 def _print_floor(medians: dict[str, float], total: float) -> None:
     """The least a build and a check must spend, beside the two processes' sum."""
-    start_up = medians.pop("interpreter start-up and exit")
+    start_up = medians.pop(_START_UP)
     parquet = min(medians.pop("import pyarrow.parquet"), medians.pop("import duckdb"))
     parts = {
-        "2 interpreters' start-up and exit": 2 * start_up,
+        "2 bare interpreters' start-up and exit": 2 * start_up,
         "import backtrader": medians.pop("import backtrader"),
         "a Parquet reader (the cheaper import)": parquet,
         "import numpy (the checker)": medians.pop("import numpy"),
